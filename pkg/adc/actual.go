@@ -1,0 +1,178 @@
+package adc
+
+import (
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+const csiUniquePrefix = migration.CSIPluginName + "/"
+
+// attachment is one volume attached (or attaching, or detaching) to the node being
+// reconciled: a VolumeAttachment for CSI, an in-tree attachment otherwise.
+type attachment struct {
+	va     *storagev1.VolumeAttachment
+	inTree *inTreeAttachment
+	// uniqueName is the name node status lists it under; empty when it cannot be known (a
+	// VolumeAttachment whose PersistentVolume is gone).
+	uniqueName string
+	driver     string
+	pvName     string
+	sourceKey  string
+	attached   bool
+	// deleting: the VolumeAttachment has a deletion timestamp or adc sent its delete.
+	deleting bool
+	matched  bool
+}
+
+func (a *attachment) mechanism() migration.Mechanism {
+	if a.va != nil {
+		return migration.MechanismCSI
+	}
+	return migration.MechanismInTree
+}
+
+// actualAttachments rebuilds the node's actual state from the VolumeAttachment cache, the
+// creates the cache has not shown yet, and the in-tree attachments (seeded from the node's
+// status.volumesAttached the first time, so a restart or a takeover from another controller
+// keeps them).
+func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachment {
+	objs, _ := c.vas.ByIndex(vaByNodeIndex, node.Name)
+	atts := make([]*attachment, 0, len(objs))
+	seen := make(map[string]bool, len(objs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, obj := range objs {
+		va, ok := obj.(*storagev1.VolumeAttachment)
+		if !ok {
+			continue
+		}
+		seen[va.Name] = true
+		atts = append(atts, c.vaAttachmentLocked(va, now))
+	}
+	for name, exp := range c.world.expectedVAs {
+		if seen[name] || exp.va.Spec.NodeName != node.Name {
+			continue
+		}
+		if now.Sub(exp.created) > expectationTTL {
+			delete(c.world.expectedVAs, name)
+			continue
+		}
+		atts = append(atts, c.vaAttachmentLocked(exp.va, now))
+	}
+	if !c.world.inTreeSeeded[node.Name] {
+		c.world.inTreeSeeded[node.Name] = true
+		for _, av := range node.Status.VolumesAttached {
+			name := string(av.Name)
+			if strings.HasPrefix(name, csiUniquePrefix) {
+				continue
+			}
+			if c.world.inTree[node.Name] == nil {
+				c.world.inTree[node.Name] = map[string]inTreeAttachment{}
+			}
+			c.world.inTree[node.Name][name] = inTreeAttachment{
+				volume:     InTreeVolume{Plugin: pluginOfUniqueName(name), UniqueName: name},
+				devicePath: av.DevicePath,
+			}
+		}
+	}
+	for name, it := range c.world.inTree[node.Name] {
+		it := it
+		atts = append(atts, &attachment{inTree: &it, uniqueName: name, attached: true, sourceKey: "intree:" + name})
+	}
+	return atts
+}
+
+func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, now time.Time) *attachment {
+	a := &attachment{
+		va:        va,
+		driver:    va.Spec.Attacher,
+		sourceKey: vaSourceKey(va),
+		attached:  va.Status.Attached,
+		deleting:  va.DeletionTimestamp != nil,
+	}
+	if t, ok := c.world.deleteRequested[va.Name]; ok {
+		if now.Sub(t) < expectationTTL {
+			a.deleting = true
+		} else {
+			delete(c.world.deleteRequested, va.Name)
+		}
+	}
+	switch src := va.Spec.Source; {
+	case src.PersistentVolumeName != nil:
+		a.pvName = *src.PersistentVolumeName
+		if pv := c.lookups.PersistentVolume(a.pvName); pv != nil {
+			if driver, handle, ok := migration.PVCSIIdentity(pv); ok && driver == va.Spec.Attacher {
+				a.uniqueName = migration.CSIUniqueName(driver, handle)
+			}
+		}
+	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
+		a.uniqueName = migration.CSIUniqueName(va.Spec.Attacher, src.InlineVolumeSpec.CSI.VolumeHandle)
+	}
+	return a
+}
+
+// pluginOfUniqueName returns the plugin part of an in-tree unique name such as
+// kubernetes.io/gce-pd/disk-1.
+func pluginOfUniqueName(name string) string {
+	first := strings.IndexByte(name, '/')
+	if first < 0 {
+		return name
+	}
+	second := strings.IndexByte(name[first+1:], '/')
+	if second < 0 {
+		return name
+	}
+	return name[:first+1+second]
+}
+
+// attachmentIndex finds the existing attachment of a pair's volume under any of its names.
+type attachmentIndex struct {
+	byVA     map[string]*attachment
+	bySource map[string]*attachment
+	byUnique map[string]*attachment
+}
+
+func indexAttachments(atts []*attachment) attachmentIndex {
+	x := attachmentIndex{
+		byVA:     make(map[string]*attachment, len(atts)),
+		bySource: make(map[string]*attachment, len(atts)),
+		byUnique: make(map[string]*attachment, len(atts)),
+	}
+	for _, a := range atts {
+		if a.va != nil {
+			x.byVA[a.va.Name] = a
+		}
+		if a.sourceKey != "" {
+			x.bySource[a.sourceKey] = a
+		}
+		if a.uniqueName != "" {
+			x.byUnique[a.uniqueName] = a
+		}
+	}
+	return x
+}
+
+// find returns the attachment of the pair's volume, matching the exact VolumeAttachment
+// name first, then the unique names of either mechanism, then the volume source (a
+// VolumeAttachment of the same PersistentVolume, whatever its driver: the pair may be held
+// because its PV cannot be translated any more, and its attachment must be kept).
+func (x attachmentIndex) find(id identity) *attachment {
+	if a := x.byVA[id.vaName]; a != nil && id.vaName != "" {
+		return a
+	}
+	if a := x.byUnique[id.csiUnique]; a != nil && id.csiUnique != "" {
+		return a
+	}
+	if a := x.byUnique[id.inTreeUnique]; a != nil && id.inTreeUnique != "" {
+		return a
+	}
+	if a := x.bySource[id.sourceKey]; a != nil && id.sourceKey != "" {
+		return a
+	}
+	return nil
+}

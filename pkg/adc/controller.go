@@ -1,0 +1,275 @@
+// Package adc is the migration-aware attach/detach controller: it watches pods, claims,
+// volumes, nodes, CSINodes, CSIDrivers and VolumeAttachments through one shared informer
+// factory and, node by node, makes the attachments the scheduled pods need and removes the
+// ones nobody needs, without ever detaching a volume it is unsure about.
+package adc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
+)
+
+// ComponentName is the Event source component and the controller's name in hosts.
+const ComponentName = "adc"
+
+const (
+	nodeQueueName   = "adc_node"
+	statusQueueName = "adc_node_status"
+)
+
+// Controller reconciles attachments node by node. Create it with New and start it with Run.
+type Controller struct {
+	client kubernetes.Interface
+	opts   Options
+
+	pods       cache.Indexer
+	pvcs       corelisters.PersistentVolumeClaimLister
+	pvs        corelisters.PersistentVolumeLister
+	nodes      corelisters.NodeLister
+	csiNodes   storagelisters.CSINodeLister
+	csiDrivers storagelisters.CSIDriverLister
+	vas        cache.Indexer
+	nodeInfos  *csiNodeInfoSource
+	synced     []cache.InformerSynced
+
+	// nodeQueue carries node names whose attachments must be reconciled.
+	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	// statusQueue carries node names whose status.volumesAttached may need a patch; it is
+	// separate so that status writes are coalesced per node, off the per-volume path.
+	statusQueue workqueue.TypedRateLimitingInterface[string]
+
+	attachments volumeattach.AttachmentWriter
+	status      volumeattach.StatusWriter
+	recorder    record.EventRecorder
+	broadcaster record.EventBroadcaster
+
+	lookups lookups
+
+	mu    sync.Mutex
+	world *world
+
+	snapMu   sync.RWMutex
+	snapshot map[string][]PairState
+	started  bool
+}
+
+// New builds a controller on a shared informer factory. It registers the informers and
+// indexers it needs, so the host must call factory.Start after New; Run waits for the caches.
+// dyn may be nil when the node migration source is csinode.
+func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, opts Options) (*Controller, error) {
+	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		client:      client,
+		opts:        opts,
+		attachments: opts.Attachments,
+		status:      opts.NodeStatus,
+		recorder:    opts.Recorder,
+		world:       newWorld(),
+		snapshot:    map[string][]PairState{},
+	}
+	if c.attachments == nil {
+		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
+	}
+	if c.status == nil {
+		c.status = &volumeattach.ClientStatusWriter{Client: client}
+	}
+	if c.recorder == nil {
+		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
+		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: ComponentName})
+	}
+	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: nodeQueueName, Clock: opts.Clock})
+	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
+
+	podInf := factory.Core().V1().Pods().Informer()
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	nodeInf := factory.Core().V1().Nodes()
+	csiNodeInf := factory.Storage().V1().CSINodes()
+	driverInf := factory.Storage().V1().CSIDrivers()
+	vaInf := factory.Storage().V1().VolumeAttachments().Informer()
+	if err := addIndexers(podInf, vaInf); err != nil {
+		return nil, err
+	}
+	c.pods = podInf.GetIndexer()
+	c.pvcs = pvcInf.Lister()
+	c.pvs = pvInf.Lister()
+	c.nodes = nodeInf.Lister()
+	c.csiNodes = csiNodeInf.Lister()
+	c.csiDrivers = driverInf.Lister()
+	c.vas = vaInf.GetIndexer()
+	c.lookups = lookups{pvcs: c.pvcs, pvs: c.pvs, drivers: c.csiDrivers}
+
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{podInf, c.podHandler()},
+		{pvcInf.Informer(), c.pvcHandler()},
+		{pvInf.Informer(), c.pvHandler()},
+		{nodeInf.Informer(), c.nodeHandler()},
+		{csiNodeInf.Informer(), c.csiNodeHandler()},
+		{driverInf.Informer(), c.csiDriverHandler()},
+		{vaInf, c.vaHandler()},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("registering event handler: %w", err)
+		}
+		c.synced = append(c.synced, h.inf.HasSynced)
+	}
+	if opts.Migration.NodeSource != migration.NodeSourceCSINode {
+		if dyn == nil {
+			return nil, fmt.Errorf("node migration source %q reads CSINodeInfo objects and needs a dynamic client", opts.Migration.NodeSource)
+		}
+		c.nodeInfos = newCSINodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
+	}
+	return c, nil
+}
+
+// Run waits for every informer's cache, then reconciles until ctx ends. Nothing is
+// attached or detached before the caches have synced.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	defer c.nodeQueue.ShutDown()
+	defer c.statusQueue.ShutDown()
+	logger := klog.FromContext(ctx)
+	if c.broadcaster != nil {
+		c.broadcaster.StartStructuredLogging(3)
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		defer c.broadcaster.Shutdown()
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	logger.Info("Starting attach/detach controller", "workers", workers, "migration", c.opts.Migration.String())
+	defer logger.Info("Shutting down attach/detach controller")
+
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	if c.nodeInfos != nil {
+		go c.nodeInfos.run(ctx)
+	}
+	c.snapMu.Lock()
+	c.started = true
+	c.snapMu.Unlock()
+	c.enqueueAllNodes()
+
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(2)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runStatusWorker, 0) }()
+	}
+	<-ctx.Done()
+	c.nodeQueue.ShutDown()
+	c.statusQueue.ShutDown()
+	wg.Wait()
+}
+
+// HasSynced reports whether the caches have synced and workers started; hosts use it for
+// readiness.
+func (c *Controller) HasSynced() bool {
+	c.snapMu.RLock()
+	defer c.snapMu.RUnlock()
+	return c.started
+}
+
+func (c *Controller) runNodeWorker(ctx context.Context) {
+	for c.processNextNode(ctx) {
+	}
+}
+
+func (c *Controller) processNextNode(ctx context.Context) bool {
+	name, quit := c.nodeQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.nodeQueue.Done(name)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
+	ctx = klog.NewContext(ctx, logger)
+	retryAfter, err := c.syncNode(ctx, name)
+	switch {
+	case err != nil:
+		logger.Error(err, "Reconciling node attachments failed, will retry")
+		c.nodeQueue.AddRateLimited(name)
+	default:
+		c.nodeQueue.Forget(name)
+		if retryAfter > 0 {
+			c.nodeQueue.AddAfter(name, retryAfter)
+		}
+	}
+	return true
+}
+
+func (c *Controller) runStatusWorker(ctx context.Context) {
+	for c.processNextStatus(ctx) {
+	}
+}
+
+func (c *Controller) processNextStatus(ctx context.Context) bool {
+	name, quit := c.statusQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.statusQueue.Done(name)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
+	ctx = klog.NewContext(ctx, logger)
+	retryAfter, err := c.syncNodeStatus(ctx, name)
+	switch {
+	case err != nil:
+		logger.Error(err, "Updating node status.volumesAttached failed, will retry")
+		c.statusQueue.AddRateLimited(name)
+	default:
+		c.statusQueue.Forget(name)
+		if retryAfter > 0 {
+			c.statusQueue.AddAfter(name, retryAfter)
+		}
+	}
+	return true
+}
+
+func (c *Controller) enqueueNode(name string) {
+	if name != "" {
+		c.nodeQueue.Add(name)
+	}
+}
+
+// enqueueAllNodes re-reconciles every node adc knows of: nodes in the cache and nodes that
+// still have VolumeAttachments (a deleted node's attachments must go too).
+func (c *Controller) enqueueAllNodes() {
+	nodes, _ := c.nodes.List(labels.Everything())
+	for _, n := range nodes {
+		c.nodeQueue.Add(n.Name)
+	}
+	for _, name := range c.vas.ListIndexFuncValues(vaByNodeIndex) {
+		c.nodeQueue.Add(name)
+	}
+}

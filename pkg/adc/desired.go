@@ -1,0 +1,107 @@
+package adc
+
+import (
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+// ManagedAnnotation marks the nodes whose attach and detach the controller owns; the kubelet
+// sets it. Other nodes are left alone entirely.
+const ManagedAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+func managed(node *v1.Node) bool {
+	return node != nil && node.Annotations[ManagedAnnotation] == "true"
+}
+
+// pair is one volume of one active pod on the node being reconciled, with its decision.
+type pair struct {
+	pod    *v1.Pod
+	podKey string
+	volume string
+	pvName string
+	// spec is the resolved volume, for in-tree attach calls.
+	pv     *v1.PersistentVolume
+	inline *v1.Volume
+	d      migration.Decision
+	ids    identity
+	// att is the existing attachment of this volume on the node, if any.
+	att *attachment
+}
+
+// identity is every name under which an attachment of the pair's volume may exist on the
+// node, whatever mechanism made it: a node that flipped between in-tree and CSI keeps the
+// attachment it has (kubernetes#98687).
+type identity struct {
+	vaName       string // VolumeAttachment name on the CSI path
+	csiUnique    string // kubernetes.io/csi/<driver>^<handle>
+	inTreeUnique string // <plugin>/<volume id>
+	sourceKey    string // node-independent: pv:<name> or inline:<driver>^<handle>
+}
+
+func identify(d *migration.Decision, pvName, node string) identity {
+	var id identity
+	if d.Driver != "" && d.VolumeHandle != "" {
+		id.vaName = d.VolumeAttachmentName
+		if id.vaName == "" {
+			id.vaName = migration.VolumeAttachmentName(d.VolumeHandle, d.Driver, node)
+		}
+		id.csiUnique = migration.CSIUniqueName(d.Driver, d.VolumeHandle)
+	}
+	switch {
+	case d.Mechanism == migration.MechanismInTree:
+		id.inTreeUnique = d.UniqueName
+	case d.InTreeUniqueName != "":
+		id.inTreeUnique = d.InTreeUniqueName
+	}
+	switch {
+	case pvName != "":
+		id.sourceKey = "pv:" + pvName
+	case d.Driver != "" && d.VolumeHandle != "":
+		id.sourceKey = "inline:" + d.Driver + "^" + d.VolumeHandle
+	case id.inTreeUnique != "":
+		id.sourceKey = "intree:" + id.inTreeUnique
+	}
+	return id
+}
+
+// desiredPairs decides every volume of every active pod scheduled to the node.
+func (c *Controller) desiredPairs(node *v1.Node) []*pair {
+	objs, err := c.pods.ByIndex(podByNodeIndex, node.Name)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	var csiNode *storagev1.CSINode
+	if n, err := c.csiNodes.Get(node.Name); err == nil {
+		csiNode = n
+	}
+	in := migration.Input{
+		NodeName:    node.Name,
+		Node:        node,
+		CSINode:     csiNode,
+		CSINodeInfo: c.nodeInfos.get(node.Name),
+		CSIDrivers:  c.lookups,
+	}
+	cfg := &c.opts.Migration
+	var pairs []*pair
+	for _, obj := range objs {
+		pod, ok := obj.(*v1.Pod)
+		if !ok || !migration.PodIsActive(pod) {
+			continue
+		}
+		podKey := pod.Namespace + "/" + pod.Name
+		for _, pv := range migration.PodVolumes(pod, c.lookups) {
+			p := &pair{pod: pod, podKey: podKey, volume: pv.Name, pvName: pv.PVName, pv: pv.PV, inline: pv.Inline}
+			if pv.Pending != nil {
+				p.d = *pv.Pending
+			} else {
+				in.PV, in.InlineVolume, in.PodNamespace = pv.PV, pv.Inline, pod.Namespace
+				p.d = migration.Decide(cfg, &in)
+			}
+			p.ids = identify(&p.d, p.pvName, node.Name)
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs
+}

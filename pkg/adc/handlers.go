@@ -1,0 +1,173 @@
+package adc
+
+import (
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Every handler turns an event into the names of the nodes whose attachments it may change;
+// the queue carries only those keys, never objects.
+
+func (c *Controller) podHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if pod, ok := obj.(*v1.Pod); ok {
+				c.enqueueNode(pod.Spec.NodeName)
+			}
+		},
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*v1.Pod)
+			n, ok2 := cur.(*v1.Pod)
+			if !ok1 || !ok2 {
+				return
+			}
+			if o.Spec.NodeName != n.Spec.NodeName {
+				c.enqueueNode(o.Spec.NodeName)
+			}
+			if o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase {
+				c.enqueueNode(n.Spec.NodeName)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if pod, ok := unwrapTombstone(obj).(*v1.Pod); ok {
+				c.enqueueNode(pod.Spec.NodeName)
+			}
+		},
+	}
+}
+
+func (c *Controller) pvcHandler() cache.ResourceEventHandler {
+	enqueue := func(obj interface{}) {
+		if pvc, ok := unwrapTombstone(obj).(*v1.PersistentVolumeClaim); ok {
+			c.enqueueClaimUsers(pvc.Namespace + "/" + pvc.Name)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*v1.PersistentVolumeClaim)
+			n, ok2 := cur.(*v1.PersistentVolumeClaim)
+			if ok1 && ok2 && o.Spec.VolumeName == n.Spec.VolumeName && o.Status.Phase == n.Status.Phase {
+				return
+			}
+			enqueue(cur)
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+func (c *Controller) pvHandler() cache.ResourceEventHandler {
+	enqueue := func(obj interface{}) {
+		pv, ok := unwrapTombstone(obj).(*v1.PersistentVolume)
+		if !ok || pv.Spec.ClaimRef == nil {
+			return
+		}
+		c.enqueueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*v1.PersistentVolume)
+			n, ok2 := cur.(*v1.PersistentVolume)
+			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
+				return
+			}
+			enqueue(cur)
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+// enqueueClaimUsers enqueues the nodes of the pods that use a claim.
+func (c *Controller) enqueueClaimUsers(claimKey string) {
+	pods, err := c.pods.ByIndex(podByClaimIndex, claimKey)
+	if err != nil {
+		return
+	}
+	for _, obj := range pods {
+		if pod, ok := obj.(*v1.Pod); ok {
+			c.enqueueNode(pod.Spec.NodeName)
+		}
+	}
+}
+
+func (c *Controller) nodeHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if n, ok := obj.(*v1.Node); ok {
+				c.enqueueNode(n.Name)
+			}
+		},
+		UpdateFunc: func(old, cur interface{}) {
+			o, ok1 := old.(*v1.Node)
+			n, ok2 := cur.(*v1.Node)
+			if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion {
+				c.enqueueNode(n.Name)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if n, ok := unwrapTombstone(obj).(*v1.Node); ok {
+				c.enqueueNode(n.Name)
+			}
+		},
+	}
+}
+
+func (c *Controller) csiNodeHandler() cache.ResourceEventHandler {
+	enqueue := func(obj interface{}) {
+		if n, ok := unwrapTombstone(obj).(*storagev1.CSINode); ok {
+			c.enqueueNode(n.Name)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, cur interface{}) { enqueue(cur) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// csiDriverHandler re-decides every node: CSIDriver changes are rare and can switch any
+// pair between csi and csi-no-attach.
+func (c *Controller) csiDriverHandler() cache.ResourceEventHandler {
+	enqueue := func(interface{}) { c.enqueueAllNodes() }
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, cur interface{}) { enqueue(cur) },
+		DeleteFunc: enqueue,
+	}
+}
+
+func (c *Controller) vaHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+				c.observedVA(va)
+				c.enqueueNode(va.Spec.NodeName)
+			}
+		},
+		UpdateFunc: func(_, cur interface{}) {
+			if va, ok := cur.(*storagev1.VolumeAttachment); ok {
+				c.observedVA(va)
+				c.enqueueNode(va.Spec.NodeName)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			va, ok := unwrapTombstone(obj).(*storagev1.VolumeAttachment)
+			if !ok {
+				return
+			}
+			for _, node := range c.goneVA(va) {
+				c.enqueueNode(node)
+			}
+			c.enqueueNode(va.Spec.NodeName)
+		},
+	}
+}
+
+func unwrapTombstone(obj interface{}) interface{} {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}

@@ -1,0 +1,121 @@
+package adc
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
+)
+
+// Options configures a Controller. Zero fields take the defaults of DefaultOptions, so
+// hosts and tests set only what they care about.
+type Options struct {
+	// Migration is the per-plugin migration configuration and node migration source.
+	Migration migration.Config
+	// MaxWaitForUnmount is how long a node may be not Ready before its volumes are detached
+	// even though the kubelet still reports them in use.
+	MaxWaitForUnmount time.Duration
+	// NodeStatusMaxDelay bounds how long an attached volume may wait to be listed in its
+	// node's status.volumesAttached while the controller waits for the node's other pending
+	// attaches, so status writes are coalesced into few patches per node.
+	NodeStatusMaxDelay time.Duration
+	// Backoff is the retry schedule of held (wait and error) pairs.
+	Backoff BackoffOptions
+	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
+	// are held with a Warning Event).
+	InTreeAttacher InTreeAttacher
+	// Attachments and NodeStatus are the write boundaries; nil means write through the
+	// controller's clientset.
+	Attachments volumeattach.AttachmentWriter
+	NodeStatus  volumeattach.StatusWriter
+	// Recorder records Events; nil means a recorder for component "adc" on the clientset.
+	Recorder record.EventRecorder
+	// Clock is injectable so tests can drive backoff and force-detach timing.
+	Clock clock.WithTicker
+	// CRDPollInterval is how often adc looks for the seed-API CSINodeInfo CRD when the node
+	// migration source needs it and it is not installed yet.
+	CRDPollInterval time.Duration
+}
+
+// BackoffOptions is the exponential backoff of held pairs: InitialInterval doubling by
+// Multiplier up to MaxInterval, each delay randomized by +/- RandomizationFactor.
+type BackoffOptions struct {
+	InitialInterval     time.Duration
+	Multiplier          float64
+	MaxInterval         time.Duration
+	RandomizationFactor float64
+}
+
+// DefaultOptions returns the options adc runs with unless told otherwise.
+func DefaultOptions() Options {
+	return Options{
+		Migration:          migration.DefaultConfig(),
+		MaxWaitForUnmount:  6 * time.Minute,
+		NodeStatusMaxDelay: time.Second,
+		Backoff: BackoffOptions{
+			InitialInterval:     500 * time.Millisecond,
+			Multiplier:          2,
+			MaxInterval:         2 * time.Minute,
+			RandomizationFactor: 0.2,
+		},
+		Clock:           clock.RealClock{},
+		CRDPollInterval: 30 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Migration.Modes == nil && o.Migration.NodeSource == "" {
+		o.Migration = d.Migration
+	}
+	if o.Migration.NodeSource == "" {
+		o.Migration.NodeSource = d.Migration.NodeSource
+	}
+	if o.MaxWaitForUnmount == 0 {
+		o.MaxWaitForUnmount = d.MaxWaitForUnmount
+	}
+	if o.NodeStatusMaxDelay == 0 {
+		o.NodeStatusMaxDelay = d.NodeStatusMaxDelay
+	}
+	if o.Backoff.InitialInterval == 0 {
+		o.Backoff.InitialInterval = d.Backoff.InitialInterval
+	}
+	if o.Backoff.Multiplier == 0 {
+		o.Backoff.Multiplier = d.Backoff.Multiplier
+	}
+	if o.Backoff.MaxInterval == 0 {
+		o.Backoff.MaxInterval = d.Backoff.MaxInterval
+	}
+	if o.Clock == nil {
+		o.Clock = d.Clock
+	}
+	if o.CRDPollInterval == 0 {
+		o.CRDPollInterval = d.CRDPollInterval
+	}
+	return o
+}
+
+// Validate reports options that cannot work, naming the option.
+func (o Options) Validate() error {
+	if err := o.Migration.Validate(); err != nil {
+		return fmt.Errorf("migration config: %w", err)
+	}
+	if o.MaxWaitForUnmount < 0 {
+		return fmt.Errorf("max-wait-for-unmount must not be negative, got %s", o.MaxWaitForUnmount)
+	}
+	if o.Backoff.Multiplier < 1 {
+		return fmt.Errorf("backoff multiplier must be at least 1, got %v", o.Backoff.Multiplier)
+	}
+	if o.Backoff.MaxInterval < o.Backoff.InitialInterval {
+		return fmt.Errorf("backoff cap %s is below its initial interval %s", o.Backoff.MaxInterval, o.Backoff.InitialInterval)
+	}
+	if o.Backoff.RandomizationFactor < 0 || o.Backoff.RandomizationFactor >= 1 {
+		return fmt.Errorf("backoff jitter must be in [0, 1), got %v", o.Backoff.RandomizationFactor)
+	}
+	return nil
+}

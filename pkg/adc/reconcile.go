@@ -1,0 +1,283 @@
+package adc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
+)
+
+// nodeRun accumulates the outcome of one reconcile of one node.
+type nodeRun struct {
+	c      *Controller
+	node   *v1.Node
+	now    time.Time
+	states []PairState
+	errs   []error
+	// retryAfter is the earliest scheduled retry (held pairs, force-detach deadlines).
+	retryAfter time.Duration
+	held       map[pairKey]bool
+	events     map[eventKey]bool
+	pods       map[string]bool
+	// started maps a VolumeAttachment name or unique name attached in this run to its
+	// attachment, so two pods sharing a volume on the node attach it once.
+	started map[string]*attachment
+}
+
+func (r *nodeRun) retryIn(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if r.retryAfter == 0 || d < r.retryAfter {
+		r.retryAfter = d
+	}
+}
+
+// syncNode reconciles one node: it decides every volume of the node's active pods, keeps
+// what is attached, attaches what is missing, detaches what no pod needs (when safe), and
+// asks the status worker to bring status.volumesAttached in line. It returns when the node
+// should be looked at again even if nothing changes (backoff of held pairs, force-detach
+// deadlines).
+func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	now := c.opts.Clock.Now()
+	node, err := c.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return c.syncGoneNode(ctx, name, now)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading node %s from the informer cache: %w", name, err)
+	}
+	if !managed(node) {
+		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
+		c.forgetNode(name)
+		c.setSnapshot(name, nil, now)
+		return 0, nil
+	}
+
+	pairs := c.desiredPairs(node)
+	atts := c.actualAttachments(node, now)
+	idx := indexAttachments(atts)
+	toCreate := 0
+	for _, p := range pairs {
+		if p.att = idx.find(p.ids); p.att != nil {
+			p.att.matched = true
+		} else if p.d.Mechanism == migration.MechanismCSI {
+			toCreate++
+		}
+	}
+	c.setCreating(name, toCreate)
+	defer c.setCreating(name, 0)
+
+	r := &nodeRun{
+		c: c, node: node, now: now,
+		held:    map[pairKey]bool{},
+		events:  map[eventKey]bool{},
+		pods:    map[string]bool{},
+		started: map[string]*attachment{},
+	}
+	for _, p := range pairs {
+		r.pods[p.podKey] = true
+		r.reconcilePair(ctx, p)
+	}
+	for _, a := range atts {
+		if !a.matched {
+			r.reconcileDetach(ctx, a)
+		}
+	}
+	c.forgetNodeMemory(name, r.held, r.events, r.pods)
+	c.setSnapshot(name, r.states, now)
+	c.statusQueue.Add(name)
+	logger.V(4).Info("Reconciled node", "pairs", len(pairs), "attachments", len(atts), "retryAfter", r.retryAfter)
+	return r.retryAfter, errors.Join(r.errs...)
+}
+
+func (c *Controller) setCreating(node string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n == 0 {
+		delete(c.world.creating, node)
+	} else {
+		c.world.creating[node] = n
+	}
+}
+
+func (r *nodeRun) pairState(p *pair) PairState {
+	return PairState{
+		Node: r.node.Name, Pod: p.podKey, Volume: p.volume, PV: p.pvName,
+		Plugin: p.d.Plugin, Driver: p.d.Driver, Mechanism: p.d.Mechanism,
+		Reason: p.d.Reason, VolumeAttachment: p.d.VolumeAttachmentName, UniqueName: p.d.UniqueName,
+	}
+}
+
+func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
+	st := r.pairState(p)
+	defer func() { r.states = append(r.states, st) }()
+	held := p.d.Mechanism == migration.MechanismWait || p.d.Mechanism == migration.MechanismError
+
+	if a := p.att; a != nil {
+		r.existing(p, a, &st)
+		if held {
+			r.hold(ctx, p, &st, "; the volume's existing attachment to the node is kept")
+		}
+		return
+	}
+	if a := r.started[p.ids.vaName]; a != nil && p.ids.vaName != "" {
+		st.Phase, st.VolumeAttachment = PhaseAttaching, a.va.Name
+		return
+	}
+	if a := r.started[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
+		st.Phase = PhaseAttached
+		return
+	}
+	switch p.d.Mechanism {
+	case migration.MechanismWait, migration.MechanismError:
+		r.hold(ctx, p, &st, "")
+	case migration.MechanismNotAttachable, migration.MechanismCSINoAttach:
+		st.Phase = PhaseNotNeeded
+	case migration.MechanismCSI:
+		r.attachCSI(ctx, p, &st)
+	case migration.MechanismInTree:
+		r.attachInTree(ctx, p, &st)
+	default:
+		st.Phase = PhaseHeld
+		st.Reason = fmt.Sprintf("unknown mechanism %q; this is a bug in adc", p.d.Mechanism)
+	}
+}
+
+// existing describes a pair whose volume is already attached (or attaching, or detaching)
+// to the node, whatever mechanism made the attachment. A mechanism flip never detaches: the
+// new mechanism applies to the next attach.
+func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
+	r.c.cancelDetach(r.node.Name, a.uniqueName)
+	st.UniqueName = a.uniqueName
+	if a.va != nil {
+		st.VolumeAttachment = a.va.Name
+	} else {
+		st.VolumeAttachment = ""
+	}
+	switch {
+	case a.deleting:
+		st.Phase = PhaseDetaching
+		st.Reason = "a previous attachment of the volume to this node is being removed; it is attached again once the removal finishes"
+	case a.attached:
+		st.Phase = PhaseAttached
+	default:
+		st.Phase = PhaseAttaching
+	}
+	if am := a.mechanism(); am != p.d.Mechanism && (p.d.Mechanism == migration.MechanismCSI || p.d.Mechanism == migration.MechanismInTree) {
+		st.Reason = p.d.Reason + "; the volume is already attached " + string(am) + " and stays attached that way (no detach and re-attach on a migration flip), " + string(p.d.Mechanism) + " applies to its next attach"
+	}
+	if a.va != nil && a.va.Status.AttachError != nil && !a.attached {
+		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %s", p.volume, a.va.Status.AttachError.Message)
+		r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		st.Reason = "the external-attacher reports: " + a.va.Status.AttachError.Message
+	}
+}
+
+// hold keeps a pair in wait or error: nothing is attached, nothing of it detached; it is
+// retried with exponential backoff and re-decided at once when its node or driver changes.
+func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix string) {
+	key := pairKey{node: r.node.Name, pod: p.podKey, volume: p.volume}
+	r.held[key] = true
+	retries, next := r.c.hold(key, st.Reason, r.now)
+	st.Retries, st.NextRetry = retries, next
+	if st.Phase == "" || st.Phase == PhaseAttached || st.Phase == PhaseAttaching {
+		st.Phase = PhaseHeld
+	}
+	st.Reason += suffix
+	r.retryIn(next.Sub(r.now))
+	reason := ReasonDecisionError
+	switch {
+	case p.d.Mechanism == migration.MechanismWait:
+		reason = ReasonWaitingForNode
+	case p.d.Mechanism == migration.MechanismInTree:
+		reason = ReasonNoInTreeAttacher
+	}
+	r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
+	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podKey, "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
+}
+
+func (r *nodeRun) attachCSI(ctx context.Context, p *pair, st *PairState) {
+	logger := klog.FromContext(ctx)
+	if !r.reserve(p, st) {
+		return
+	}
+	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
+	r.c.expectVA(va, r.now)
+	err := r.c.attachments.Create(ctx, va)
+	r.c.decCreating(r.node.Name)
+	if err != nil {
+		r.c.unexpectVA(va, p.ids.sourceKey)
+		r.errs = append(r.errs, err)
+		st.Phase = PhaseAttaching
+		st.Reason = "creating the VolumeAttachment failed, will retry: " + err.Error()
+		return
+	}
+	logger.V(2).Info("Created VolumeAttachment", "volumeAttachment", klog.KRef("", va.Name), "pod", klog.KObj(p.pod), "volume", p.volume, "driver", p.d.Driver)
+	r.started[va.Name] = &attachment{va: va}
+	st.Phase = PhaseAttaching
+}
+
+func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
+	logger := klog.FromContext(ctx)
+	attacher := r.c.opts.InTreeAttacher
+	if attacher == nil {
+		st.Reason = fmt.Sprintf("node %q is not migrated for %s and this adc has no in-tree attacher, so volume %q is not attached; "+
+			"migrate the node to CSI driver %s (its kubelet then lists %s in the CSINode annotation %s), or run adc inside a host that provides the in-tree attacher (kube-controller-manager)",
+			r.node.Name, p.d.Plugin, p.volume, p.d.Driver, p.d.Plugin, migration.MigratedPluginsAnnotation)
+		r.hold(ctx, p, st, "")
+		return
+	}
+	if !r.reserve(p, st) {
+		return
+	}
+	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
+	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
+	r.c.release(p.ids.sourceKey, r.node.Name)
+	if err != nil {
+		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
+		r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		r.errs = append(r.errs, fmt.Errorf("in-tree attach of %s to node %s: %w", p.d.UniqueName, r.node.Name, err))
+		st.Phase = PhaseAttaching
+		st.Reason = msg
+		return
+	}
+	r.c.recordInTree(r.node.Name, vol, devicePath)
+	r.started[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
+	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", klog.KObj(p.pod), "devicePath", devicePath)
+	st.Phase = PhaseAttached
+}
+
+// reserve applies the ReadWriteOnce rule: a volume that does not allow multi-attach is never
+// attached to a second node. It reserves the volume for this node while the attach is in
+// flight; on a conflict it reports one FailedAttachVolume Event per waiting pod and registers
+// the node to be woken when the other attachment is gone.
+func (r *nodeRun) reserve(p *pair, st *PairState) bool {
+	if p.d.MultiAttachAllowed {
+		return true
+	}
+	other := r.c.reserveVolume(p, r.node.Name)
+	if other == "" {
+		return true
+	}
+	st.Phase = PhaseMultiAttach
+	st.Reason = fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)
+	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
+	r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+	return false
+}
+
+func displayVolume(p *pair) string {
+	if p.pvName != "" {
+		return p.pvName
+	}
+	return p.volume
+}

@@ -1,0 +1,104 @@
+package adc
+
+import (
+	"sort"
+	"time"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+// Phase is where a (pod volume, node) pair stands. The string values appear on the
+// dashboard and in JSON.
+type Phase string
+
+const (
+	// PhaseAttached: attached and (when the node needs it) listed in node status.
+	PhaseAttached Phase = "attached"
+	// PhaseAttaching: the attach is requested and not confirmed yet.
+	PhaseAttaching Phase = "attaching"
+	// PhaseNotNeeded: no attach phase (not-attachable, csi-no-attach).
+	PhaseNotNeeded Phase = "not-needed"
+	// PhaseHeld: wait, error, or no in-tree attacher; retried with backoff.
+	PhaseHeld Phase = "held"
+	// PhaseMultiAttach: a ReadWriteOnce volume still attached to another node.
+	PhaseMultiAttach Phase = "multi-attach"
+	// PhaseDetaching: no longer needed on the node; detach under way.
+	PhaseDetaching Phase = "detaching"
+	// PhaseDetachBlocked: no longer needed, but the kubelet still reports it in use.
+	PhaseDetachBlocked Phase = "detach-blocked"
+)
+
+// PairState is the controller's view of one (pod volume, node) pair, or of an attachment no
+// pod needs any more (Pod empty). Metrics, the dashboard and the demo read it.
+type PairState struct {
+	Node   string
+	Pod    string // namespace/name; empty for an attachment no pod needs
+	Volume string // the pod's volume name
+	PV     string
+	Plugin string
+	Driver string
+	// Mechanism is the decision for this pair; for an attachment no pod needs, the mechanism
+	// of the existing attachment (csi or in-tree).
+	Mechanism        migration.Mechanism
+	Phase            Phase
+	Reason           string
+	Retries          int
+	NextRetry        time.Time
+	VolumeAttachment string
+	UniqueName       string
+	// Since is when the pair entered its current phase, as far as this controller saw.
+	Since time.Time
+}
+
+// Snapshot returns every pair's current state, sorted by node, pod and volume. It is safe
+// to call from any goroutine at any time; the slice is the caller's.
+func (c *Controller) Snapshot() []PairState {
+	c.snapMu.RLock()
+	n := 0
+	for _, s := range c.snapshot {
+		n += len(s)
+	}
+	out := make([]PairState, 0, n)
+	for _, s := range c.snapshot {
+		out = append(out, s...)
+	}
+	c.snapMu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		if a.Volume != b.Volume {
+			return a.Volume < b.Volume
+		}
+		return a.VolumeAttachment < b.VolumeAttachment
+	})
+	return out
+}
+
+// setSnapshot replaces a node's pairs, carrying over Since for pairs whose phase did not
+// change.
+func (c *Controller) setSnapshot(node string, states []PairState, now time.Time) {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	prev := map[[4]string]PairState{}
+	for _, s := range c.snapshot[node] {
+		prev[[4]string{s.Pod, s.Volume, s.VolumeAttachment, s.UniqueName}] = s
+	}
+	for i := range states {
+		s := &states[i]
+		if p, ok := prev[[4]string{s.Pod, s.Volume, s.VolumeAttachment, s.UniqueName}]; ok && p.Phase == s.Phase && !p.Since.IsZero() {
+			s.Since = p.Since
+		} else {
+			s.Since = now
+		}
+	}
+	if len(states) == 0 {
+		delete(c.snapshot, node)
+		return
+	}
+	c.snapshot[node] = states
+}

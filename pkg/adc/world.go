@@ -1,0 +1,170 @@
+package adc
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// world is the controller's memory between reconciles: what it cannot read back from the
+// informer caches, or cannot read back yet. Everything else is derived from the caches on
+// every reconcile, so a restart loses nothing that matters. Guarded by Controller.mu.
+type world struct {
+	// inTree holds in-tree attachments per node, by unique name. In-tree attachments have no
+	// API object; they are seeded from Node status.volumesAttached the first time a node is
+	// reconciled and kept up to date by the attacher calls.
+	inTree       map[string]map[string]inTreeAttachment
+	inTreeSeeded map[string]bool
+	// detaching holds, per node, the unique names being removed from status.volumesAttached
+	// before their detach; a volume is detached only once the node no longer lists it.
+	detaching map[string]map[string]bool
+	// expectedVAs are VolumeAttachments created but not yet seen by the informer, so a
+	// reconcile in between neither creates them again nor misses them in checks.
+	expectedVAs map[string]expectedVA
+	// deleteRequested are VolumeAttachments whose delete was sent, to not send it twice.
+	deleteRequested map[string]time.Time
+	// reservations hold a ReadWriteOnce volume for the node whose attach is in flight, so two
+	// workers never attach it to two nodes at once. Key: volume source key.
+	reservations map[string]string
+	// waiters are nodes whose pods wait for a ReadWriteOnce volume to leave another node.
+	waiters map[string]map[string]bool
+	// held tracks the backoff of pairs held in wait or error.
+	held map[pairKey]*heldPair
+	// events remembers the last Event message per pod and reason, to emit one Event per
+	// pod and reason instead of one per retry.
+	events map[eventKey]string
+	// creating counts, per node, CSI attaches decided in the running reconcile and not yet
+	// created; with not-yet-attached VolumeAttachments they make the node's status pending.
+	creating map[string]int
+	// unlistedSince is when the oldest attached-but-unlisted volume of a node was first seen
+	// by the status worker, to bound how long coalescing may delay it.
+	unlistedSince map[string]time.Time
+}
+
+type inTreeAttachment struct {
+	volume     InTreeVolume
+	devicePath string
+}
+
+type expectedVA struct {
+	va      *storagev1.VolumeAttachment
+	created time.Time
+}
+
+type pairKey struct{ node, pod, volume string }
+
+type eventKey struct{ pod, reason string }
+
+type heldPair struct {
+	reason    string
+	retries   int
+	nextRetry time.Time
+	backoff   *backoff.ExponentialBackOff
+}
+
+func newWorld() *world {
+	return &world{
+		inTree:          map[string]map[string]inTreeAttachment{},
+		inTreeSeeded:    map[string]bool{},
+		detaching:       map[string]map[string]bool{},
+		expectedVAs:     map[string]expectedVA{},
+		deleteRequested: map[string]time.Time{},
+		reservations:    map[string]string{},
+		waiters:         map[string]map[string]bool{},
+		held:            map[pairKey]*heldPair{},
+		events:          map[eventKey]string{},
+		creating:        map[string]int{},
+		unlistedSince:   map[string]time.Time{},
+	}
+}
+
+// expectationTTL bounds how long an unobserved create or delete is trusted; after it the
+// caches are believed again (the watch may have missed nothing but the write may have).
+const expectationTTL = time.Minute
+
+// observedVA is called by the VolumeAttachment informer: the cache now has it.
+func (c *Controller) observedVA(va *storagev1.VolumeAttachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.world.expectedVAs, va.Name)
+	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
+		delete(c.world.reservations, key)
+	}
+}
+
+// goneVA is called when a VolumeAttachment is deleted; it returns the nodes that waited for
+// that volume to leave its node.
+func (c *Controller) goneVA(va *storagev1.VolumeAttachment) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.world.deleteRequested, va.Name)
+	delete(c.world.expectedVAs, va.Name)
+	return c.takeWaitersLocked(vaSourceKey(va))
+}
+
+func (c *Controller) takeWaitersLocked(key string) []string {
+	if key == "" {
+		return nil
+	}
+	var nodes []string
+	for n := range c.world.waiters[key] {
+		nodes = append(nodes, n)
+	}
+	delete(c.world.waiters, key)
+	return nodes
+}
+
+func (c *Controller) newBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.opts.Backoff.InitialInterval,
+		RandomizationFactor: c.opts.Backoff.RandomizationFactor,
+		Multiplier:          c.opts.Backoff.Multiplier,
+		MaxInterval:         c.opts.Backoff.MaxInterval,
+		MaxElapsedTime:      0, // held pairs are retried for as long as they are held
+		Stop:                backoff.Stop,
+		Clock:               clockAdapter{c.opts.Clock},
+	}
+	b.Reset()
+	return b
+}
+
+// hold records that a pair is held and returns its retry count and next retry time. The
+// backoff advances only when a scheduled retry is due, not on every event that re-decides
+// the node.
+func (c *Controller) hold(key pairKey, reason string, now time.Time) (int, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.world.held[key]
+	if h == nil {
+		h = &heldPair{backoff: c.newBackoff()}
+		h.nextRetry = now.Add(h.backoff.NextBackOff())
+		c.world.held[key] = h
+	} else if !now.Before(h.nextRetry) {
+		h.retries++
+		h.nextRetry = now.Add(h.backoff.NextBackOff())
+	}
+	h.reason = reason
+	return h.retries, h.nextRetry
+}
+
+// forgetNodeMemory drops backoff and Event memory of the node's pairs that are no longer
+// held, so a pair held again later starts a fresh backoff and gets a fresh Event.
+func (c *Controller) forgetNodeMemory(node string, held map[pairKey]bool, events map[eventKey]bool, pods map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.world.held {
+		if k.node == node && !held[k] {
+			delete(c.world.held, k)
+		}
+	}
+	for k := range c.world.events {
+		if pods[k.pod] && !events[k] {
+			delete(c.world.events, k)
+		}
+	}
+}
+
+type clockAdapter struct{ c interface{ Now() time.Time } }
+
+func (a clockAdapter) Now() time.Time { return a.c.Now() }

@@ -1,0 +1,45 @@
+package migration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// csiUniquePrefix starts every CSI unique volume name.
+const csiUniquePrefix = CSIPluginName + "/"
+
+// VolumeAttachmentName returns the name of the VolumeAttachment for a CSI volume on a node:
+// "csi-" + lowercase hex sha256 of handle, driver and node name concatenated without a
+// separator. The kubelet and the external-attacher compute the same name, so it must match
+// upstream byte for byte. It allocates only the returned string when the three inputs fit
+// in 256 bytes.
+func VolumeAttachmentName(volumeHandle, driver, nodeName string) string {
+	var buf [256]byte
+	b := append(buf[:0], volumeHandle...)
+	b = append(b, driver...)
+	b = append(b, nodeName...)
+	sum := sha256.Sum256(b)
+	var out [4 + 2*sha256.Size]byte
+	copy(out[:4], "csi-")
+	hex.Encode(out[4:], sum[:])
+	return string(out[:])
+}
+
+// CSIUniqueName returns the unique volume name the kubelet expects in Node
+// status.volumesAttached for a CSI volume: kubernetes.io/csi/<driver>^<handle>.
+func CSIUniqueName(driver, volumeHandle string) string {
+	return csiUniquePrefix + driver + "^" + volumeHandle
+}
+
+// MakeVolumeKey returns the mechanism-independent identity of a physical volume,
+// <driver>^<handle>, which Decision.VolumeKey carries so that a node flipping between in-tree
+// and CSI keeps its attachment instead of detaching and re-attaching (kubernetes#98687).
+func MakeVolumeKey(driver, volumeHandle string) string {
+	return driver + "^" + volumeHandle
+}
+
+// InTreeUniqueName returns the unique volume name of an in-tree attachable volume:
+// <plugin>/<volume id>, where the volume id is what the in-tree plugin's GetVolumeName returns.
+func InTreeUniqueName(plugin, volumeID string) string {
+	return plugin + "/" + volumeID
+}

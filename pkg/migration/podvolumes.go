@@ -1,0 +1,168 @@
+package migration
+
+import (
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClaimLookup resolves claims and volumes from whatever the caller has listed: informer
+// listers in the controller, an ObjectIndex in `adc plan` and tests. Both methods return nil
+// when the object does not exist.
+type ClaimLookup interface {
+	PersistentVolumeClaim(namespace, name string) *v1.PersistentVolumeClaim
+	PersistentVolume(name string) *v1.PersistentVolume
+}
+
+// PodVolume is one volume of a pod, resolved as far as the listed objects allow. Exactly one
+// of PV, Inline and Pending is set.
+type PodVolume struct {
+	// Name is the pod's name for the volume (spec.volumes[].name).
+	Name string
+	// PVName is the PersistentVolume the claim is bound to, when known (also when Pending).
+	PVName string
+	// ClaimName is the PersistentVolumeClaim behind the volume, for claim and generic
+	// ephemeral volumes; empty for inline volumes.
+	ClaimName string
+	// PV is the bound PersistentVolume of a claim-backed volume.
+	PV *v1.PersistentVolume
+	// Inline is the pod's own volume when it is not backed by a claim.
+	Inline *v1.Volume
+	// Pending is the decision to use when the volume cannot be resolved: a missing claim, an
+	// unbound or pending claim, or a claim bound to a PV that does not exist (yet) => wait,
+	// since the objects may still appear; a Lost claim, a PV bound to another claim, or a
+	// generic ephemeral claim not owned by the pod => error, which needs an operator.
+	Pending *Decision
+}
+
+// PodIsActive reports whether a pod's volumes belong in the desired state: it is scheduled
+// (spec.nodeName set) and not terminated. Terminated follows upstream's IsPodTerminated:
+// phase Succeeded or Failed, or deleted with no container running.
+func PodIsActive(pod *v1.Pod) bool {
+	if pod == nil || pod.Spec.NodeName == "" {
+		return false
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return false
+	}
+	if pod.DeletionTimestamp != nil && notRunning(pod.Status.InitContainerStatuses) &&
+		notRunning(pod.Status.ContainerStatuses) && notRunning(pod.Status.EphemeralContainerStatuses) {
+		return false
+	}
+	return true
+}
+
+func notRunning(statuses []v1.ContainerStatus) bool {
+	for i := range statuses {
+		if statuses[i].State.Terminated == nil && statuses[i].State.Waiting == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// PodVolumes resolves every volume of pod, in spec order. PersistentVolumeClaim volumes and
+// generic ephemeral volumes (whose claim is named <pod>-<volume> and must be controlled by
+// the pod) are resolved through lookup to their PV; every other volume is returned as Inline.
+// It never fails: what cannot be resolved gets a Pending decision saying why.
+func PodVolumes(pod *v1.Pod, lookup ClaimLookup) []PodVolume {
+	if pod == nil {
+		return nil
+	}
+	out := make([]PodVolume, 0, len(pod.Spec.Volumes))
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		pv := PodVolume{Name: vol.Name}
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			pv.ClaimName = vol.PersistentVolumeClaim.ClaimName
+			resolveClaim(&pv, pod, lookup, false)
+		case vol.Ephemeral != nil:
+			pv.ClaimName = pod.Name + "-" + vol.Name
+			resolveClaim(&pv, pod, lookup, true)
+		default:
+			pv.Inline = vol
+		}
+		out = append(out, pv)
+	}
+	return out
+}
+
+func resolveClaim(pv *PodVolume, pod *v1.Pod, lookup ClaimLookup, ephemeral bool) {
+	claim := strconv.Quote(pod.Namespace + "/" + pv.ClaimName)
+	if pv.ClaimName == "" {
+		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "pod volume " + strconv.Quote(pv.Name) + " names no PersistentVolumeClaim; fix the pod spec"}
+		return
+	}
+	if lookup == nil {
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " cannot be looked up (no claim lookup); waiting"}
+		return
+	}
+	pvc := lookup.PersistentVolumeClaim(pod.Namespace, pv.ClaimName)
+	if pvc == nil {
+		why := "does not exist yet; waiting for it to be created"
+		if ephemeral {
+			why = "does not exist yet; waiting for the ephemeral volume controller to create it for the pod"
+		}
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " " + why}
+		return
+	}
+	if ephemeral && !metav1.IsControlledBy(pvc, pod) {
+		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " was not created for pod " + strconv.Quote(pod.Namespace+"/"+pod.Name) +
+			" (the pod is not its controller), so the generic ephemeral volume " + strconv.Quote(pv.Name) + " cannot use it; delete or rename the conflicting claim"}
+		return
+	}
+	if pvc.Status.Phase == v1.ClaimLost {
+		pv.PVName = pvc.Spec.VolumeName
+		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " is Lost (its PersistentVolume " + strconv.Quote(pvc.Spec.VolumeName) +
+			" is gone); the data cannot be attached: restore the PersistentVolume or recreate the claim"}
+		return
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != v1.ClaimBound {
+		pv.PVName = pvc.Spec.VolumeName
+		phase := string(pvc.Status.Phase)
+		if phase == "" {
+			phase = string(v1.ClaimPending)
+		}
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " is not bound yet (phase " + phase + "); waiting for it to be bound"}
+		return
+	}
+	pv.PVName = pvc.Spec.VolumeName
+	vol := lookup.PersistentVolume(pvc.Spec.VolumeName)
+	if vol == nil {
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " is bound to PersistentVolume " + strconv.Quote(pvc.Spec.VolumeName) + ", which does not exist yet; waiting for it"}
+		return
+	}
+	if ref := vol.Spec.ClaimRef; ref == nil {
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is not bound to PersistentVolumeClaim " + claim + " yet (no claimRef); waiting for the binding to finish"}
+		return
+	} else if ref.Name == pvc.Name && ref.Namespace == pvc.Namespace && ref.UID == "" && pvc.UID != "" {
+		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is pre-bound to PersistentVolumeClaim " + claim + " but the binding has not finished (claimRef has no uid); waiting for it"}
+		return
+	} else if ref.UID != pvc.UID || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace {
+		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " names PersistentVolume " + strconv.Quote(vol.Name) +
+			" but that volume is bound to claim " + strconv.Quote(ref.Namespace+"/"+ref.Name) + "; fix the claim's spec.volumeName or the volume's claimRef"}
+		return
+	}
+	pv.PV = vol
+}
+
+// DecidePodVolume decides one resolved pod volume on one node: the Pending decision when the
+// volume could not be resolved, else Decide on its PV or inline volume. It is the single entry
+// point `adc plan` and the controller share, so both explain a volume the same way.
+func DecidePodVolume(cfg *Config, pv PodVolume, podNamespace string, node NodeObjects, drivers DriverLookup) Decision {
+	if pv.Pending != nil {
+		return *pv.Pending
+	}
+	return Decide(cfg, &Input{
+		PV:           pv.PV,
+		InlineVolume: pv.Inline,
+		PodNamespace: podNamespace,
+		NodeName:     node.Name,
+		Node:         node.Node,
+		CSINode:      node.CSINode,
+		CSINodeInfo:  node.CSINodeInfo,
+		CSIDrivers:   drivers,
+	})
+}

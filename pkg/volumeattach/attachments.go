@@ -1,0 +1,69 @@
+package volumeattach
+
+import (
+	"context"
+	"fmt"
+
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// AttachmentWriter creates and deletes VolumeAttachments. It is an interface so tests and
+// hosts can wrap it (count, fail, delay) without a fake clientset.
+type AttachmentWriter interface {
+	// Create creates the VolumeAttachment; one that already exists counts as success, so a
+	// restarted controller never fails on, or duplicates, its own earlier work.
+	Create(ctx context.Context, va *storagev1.VolumeAttachment) error
+	// Delete deletes the VolumeAttachment with the given UID; a missing one counts as success.
+	Delete(ctx context.Context, name string, uid types.UID) error
+}
+
+// ClientAttachmentWriter writes VolumeAttachments through a clientset.
+type ClientAttachmentWriter struct {
+	Client kubernetes.Interface
+}
+
+var _ AttachmentWriter = &ClientAttachmentWriter{}
+
+// NewVolumeAttachment builds the VolumeAttachment the kubelet and the external-attacher
+// expect: no finalizers (the external-attacher adds its own), attacher = driver.
+func NewVolumeAttachment(name, driver, nodeName string, source storagev1.VolumeAttachmentSource) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: driver,
+			NodeName: nodeName,
+			Source:   *source.DeepCopy(),
+		},
+	}
+}
+
+// Create implements AttachmentWriter.
+func (w *ClientAttachmentWriter) Create(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	_, err := w.Client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return fmt.Errorf("creating VolumeAttachment %s for driver %s on node %s: %w", va.Name, va.Spec.Attacher, va.Spec.NodeName, err)
+}
+
+// Delete implements AttachmentWriter.
+func (w *ClientAttachmentWriter) Delete(ctx context.Context, name string, uid types.UID) error {
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	err := w.Client.StorageV1().VolumeAttachments().Delete(ctx, name, opts)
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if apierrors.IsConflict(err) {
+		// The UID precondition failed: the object was replaced; the replacement is a new
+		// attachment that the next reconcile judges on its own.
+		return nil
+	}
+	return fmt.Errorf("deleting VolumeAttachment %s: %w", name, err)
+}

@@ -1,0 +1,372 @@
+// Package controller tests the attach/detach controller end to end on a real control plane,
+// with a simulated external-attacher and simulated kubelets.
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/test/integration/framework"
+	"github.com/migration-aware/adc/test/simulator"
+)
+
+// testEnv is one test's slice of the shared control plane: its own namespace and node names
+// (prefixed with the namespace), the simulators, and the controllers it started.
+type testEnv struct {
+	t        *testing.T
+	ctx      context.Context
+	cp       *framework.ControlPlane
+	client   kubernetes.Interface
+	ns       string
+	kubelet  simulator.Kubelet
+	attacher *simulator.ExternalAttacher
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func newEnv(t *testing.T) *testEnv {
+	t.Helper()
+	cp := framework.Get(t)
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	ns := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(ns) > 50 {
+		ns = ns[:50]
+	}
+	ns = strings.Trim(ns, "-")
+	e := &testEnv{t: t, ctx: ctx, cp: cp, client: cp.Client, ns: ns, kubelet: simulator.Kubelet{Client: cp.Client}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+	return e
+}
+
+// startAttacher runs the simulated external-attacher for the given drivers.
+func (e *testEnv) startAttacher(a *simulator.ExternalAttacher) {
+	e.t.Helper()
+	a.Client = e.client
+	if err := a.Run(e.ctx); err != nil {
+		e.t.Fatalf("starting the simulated external-attacher: %v", err)
+	}
+	e.attacher = a
+}
+
+// runningController is a controller started by a test, stoppable on its own (restarts).
+type runningController struct {
+	*adc.Controller
+	stop func()
+}
+
+// startController runs adc on its own informer factory until the test ends or stop is called.
+func (e *testEnv) startController(opts adc.Options) *runningController {
+	e.t.Helper()
+	if opts.Backoff.InitialInterval == 0 {
+		opts.Backoff = adc.BackoffOptions{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxInterval: 2 * time.Second, RandomizationFactor: 0.1}
+	}
+	if opts.NodeStatusMaxDelay == 0 {
+		opts.NodeStatusMaxDelay = 200 * time.Millisecond
+	}
+	if opts.CRDPollInterval == 0 {
+		opts.CRDPollInterval = 200 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	factory := informers.NewSharedInformerFactory(e.client, 0)
+	ctrl, err := adc.New(e.client, e.cp.Dynamic, factory, opts)
+	if err != nil {
+		cancel()
+		e.t.Fatalf("creating the controller: %v", err)
+	}
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); ctrl.Run(ctx, 4) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			factory.Shutdown()
+		})
+	}
+	e.t.Cleanup(stop)
+	if err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ctrl.HasSynced(), nil
+	}); err != nil {
+		e.t.Fatalf("controller caches did not sync: %v", err)
+	}
+	return &runningController{Controller: ctrl, stop: stop}
+}
+
+func (e *testEnv) nodeName(suffix string) string { return e.ns + "-" + suffix }
+
+// node registers a managed (or unmanaged) node.
+func (e *testEnv) node(suffix string, managed bool) string {
+	e.t.Helper()
+	name := e.nodeName(suffix)
+	if _, err := e.kubelet.RegisterNode(e.ctx, name, managed); err != nil {
+		e.t.Fatal(err)
+	}
+	return name
+}
+
+func (e *testEnv) csiNode(node, migrated string, drivers ...string) {
+	e.t.Helper()
+	if err := e.kubelet.ReportCSINode(e.ctx, node, migrated, drivers...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// csiPV returns a native CSI PersistentVolume named after the test.
+func (e *testEnv) csiPV(suffix, driver, handle string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
+	if len(modes) == 0 {
+		modes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+	}
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: modes,
+			PersistentVolumeSource: v1.PersistentVolumeSource{
+				CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle},
+			},
+		},
+	}
+}
+
+// gcePV returns an in-tree GCE PD PersistentVolume in one zone.
+func (e *testEnv) gcePV(suffix, pdName, zone string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
+	if len(modes) == 0 {
+		modes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+	}
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix, Labels: map[string]string{v1.LabelTopologyZone: zone}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: modes,
+			PersistentVolumeSource: v1.PersistentVolumeSource{
+				GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: pdName},
+			},
+		},
+	}
+}
+
+// boundClaim creates the PV and a claim bound to it (envtest runs no PV controller, so the
+// test binds them the way it would) and returns the claim's name.
+func (e *testEnv) boundClaim(pv *v1.PersistentVolume) string {
+	e.t.Helper()
+	ctx := e.ctx
+	claim := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: pv.Name, Namespace: e.ns},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: pv.Spec.AccessModes,
+			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+			VolumeName:  pv.Name,
+		},
+	}
+	created, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, claim, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating claim %s: %v", claim.Name, err)
+	}
+	pv = pv.DeepCopy()
+	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: e.ns, Name: created.Name, UID: created.UID}
+	if _, err := e.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating PV %s: %v", pv.Name, err)
+	}
+	created.Status.Phase = v1.ClaimBound
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatalf("binding claim %s: %v", created.Name, err)
+	}
+	return created.Name
+}
+
+// pod creates a pod scheduled to node with one volume per claim, plus any inline volumes.
+func (e *testEnv) pod(name, node string, claims []string, inline ...v1.Volume) *v1.Pod {
+	e.t.Helper()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: v1.PodSpec{
+			NodeName:   node,
+			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	for i, c := range claims {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{
+			Name:         fmt.Sprintf("data-%d", i),
+			VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: c}},
+		})
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, inline...)
+	created, err := e.client.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return created
+}
+
+func (e *testEnv) deletePod(name string) {
+	e.t.Helper()
+	zero := int64(0)
+	if err := e.client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		e.t.Fatalf("deleting pod %s: %v", name, err)
+	}
+}
+
+// eventually polls cond until it holds or the timeout passes, then fails with what it last saw.
+func (e *testEnv) eventually(what string, timeout time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx, 25*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, msg := cond()
+		last = msg
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("%s: not within %s; last seen: %s", what, timeout, last)
+	}
+}
+
+// consistently checks cond keeps holding for d (used to show that something does NOT happen).
+func (e *testEnv) consistently(what string, d time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ok, msg := cond(); !ok {
+			e.t.Fatalf("%s: broken after %s: %s", what, d-time.Until(deadline), msg)
+		}
+		select {
+		case <-e.ctx.Done():
+			e.t.Fatal("test context ended")
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (e *testEnv) va(name string) (*storagev1.VolumeAttachment, error) {
+	return e.client.StorageV1().VolumeAttachments().Get(e.ctx, name, metav1.GetOptions{})
+}
+
+func (e *testEnv) vaExists(name string) func() (bool, string) {
+	return func() (bool, string) {
+		va, err := e.va(name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, fmt.Sprintf("%s attached=%v", va.Name, va.Status.Attached)
+	}
+}
+
+func (e *testEnv) vaGone(name string) func() (bool, string) {
+	return func() (bool, string) {
+		_, err := e.va(name)
+		if apierrors.IsNotFound(err) {
+			return true, "gone"
+		}
+		return false, fmt.Sprintf("VolumeAttachment %s still exists (err=%v)", name, err)
+	}
+}
+
+// vasOnNode lists the VolumeAttachments for a node.
+func (e *testEnv) vasOnNode(node string) []storagev1.VolumeAttachment {
+	e.t.Helper()
+	list, err := e.client.StorageV1().VolumeAttachments().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatalf("listing VolumeAttachments: %v", err)
+	}
+	var out []storagev1.VolumeAttachment
+	for _, va := range list.Items {
+		if va.Spec.NodeName == node {
+			out = append(out, va)
+		}
+	}
+	return out
+}
+
+func (e *testEnv) attachedNames(node string) []string {
+	n, err := e.client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	var out []string
+	for _, av := range n.Status.VolumesAttached {
+		out = append(out, string(av.Name))
+	}
+	return out
+}
+
+func (e *testEnv) listedOnNode(node, unique string) func() (bool, string) {
+	return func() (bool, string) {
+		names := e.attachedNames(node)
+		for _, n := range names {
+			if n == unique {
+				return true, fmt.Sprint(names)
+			}
+		}
+		return false, fmt.Sprintf("node %s lists %v, want %s", node, names, unique)
+	}
+}
+
+func (e *testEnv) notListedOnNode(node, unique string) func() (bool, string) {
+	return func() (bool, string) {
+		ok, msg := e.listedOnNode(node, unique)()
+		return !ok, msg
+	}
+}
+
+// events returns the messages of the Events with reason on the object named name.
+func (e *testEnv) events(namespace, name, reason string) []string {
+	list, err := e.client.CoreV1().Events(namespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == name && ev.Reason == reason {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
+}
+
+// pairState returns the controller's snapshot entry for a pod volume.
+func pairState(ctrl *adc.Controller, node, pod, volume string) (adc.PairState, bool) {
+	for _, s := range ctrl.Snapshot() {
+		if s.Node == node && s.Pod == pod && s.Volume == volume {
+			return s, true
+		}
+	}
+	return adc.PairState{}, false
+}
+
+// vaName computes the VolumeAttachment name independently, from the rule in the upstream
+// contract (the test must not trust the code under test for it).
+func vaName(handle, driver, node string) string {
+	sum := sha256.Sum256([]byte(handle + driver + node))
+	return "csi-" + hex.EncodeToString(sum[:])
+}
+
+func (e *testEnv) createCSIDriver(name string, attachRequired *bool) {
+	e.t.Helper()
+	d := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSIDriverSpec{AttachRequired: attachRequired}}
+	if _, err := e.client.StorageV1().CSIDrivers().Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("creating CSIDriver %s: %v", name, err)
+	}
+}
