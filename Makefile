@@ -54,3 +54,12 @@ lint: $(STATICCHECK)
 
 clean:
 	rm -rf bin
+
+# End-to-end attach benchmark on the test control plane: N nodes x M pods, one PV each,
+# at the upstream kube-controller-manager client limits (20/30) and at 1000/2000.
+BENCH_NODES ?= 100
+BENCH_PODS ?= 20
+.PHONY: bench-e2e
+bench-e2e: envtest-assets
+	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 20 -burst 30
+	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 1000 -burst 2000

@@ -16,6 +16,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 func init() { subcommands = append(subcommands, newControllerCommand) }
@@ -93,10 +94,17 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return err
 	}
 	cfg.UserAgent = "adc-controller"
+	// One budget of --kube-api-qps/--kube-api-burst, in which node status writes go first.
+	cfg, statusCfg := volumeattach.PrioritizedConfigs(cfg, f.qps, f.burst)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
 	}
+	statusClient, err := kubernetes.NewForConfig(statusCfg)
+	if err != nil {
+		return fmt.Errorf("building the node status client: %w", err)
+	}
+	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building the dynamic client: %w", err)

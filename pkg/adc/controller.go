@@ -62,6 +62,8 @@ type Controller struct {
 	status      volumeattach.StatusWriter
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
+	// attachBatches admits the nodes that may send VolumeAttachment creates now.
+	attachBatches chan struct{}
 
 	lookups lookups
 
@@ -82,13 +84,14 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c := &Controller{
-		client:      client,
-		opts:        opts,
-		attachments: opts.Attachments,
-		status:      opts.NodeStatus,
-		recorder:    opts.Recorder,
-		world:       newWorld(),
-		snapshot:    map[string][]PairState{},
+		client:        client,
+		opts:          opts,
+		attachments:   opts.Attachments,
+		status:        opts.NodeStatus,
+		recorder:      opts.Recorder,
+		world:         newWorld(),
+		attachBatches: make(chan struct{}, opts.AttachBatches),
+		snapshot:      map[string][]PairState{},
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}

@@ -20,7 +20,7 @@ const OutOfServiceTaint = "node.kubernetes.io/out-of-service"
 // Ready for longer than MaxWaitForUnmount), and only after node status stopped listing it.
 func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	logger := klog.FromContext(ctx)
-	st := PairState{
+	st := &PairState{
 		Node: r.node.Name, PV: a.pvName, Driver: a.driver, Mechanism: a.mechanism(),
 		UniqueName: a.uniqueName, Phase: PhaseDetaching,
 	}
@@ -29,7 +29,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	} else if a.inTree != nil {
 		st.Plugin = a.inTree.volume.Plugin
 	}
-	defer func() { r.states = append(r.states, st) }()
+	r.states = append(r.states, st)
 
 	if a.deleting {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
@@ -123,7 +123,10 @@ func (c *Controller) forceDetach(node *v1.Node, now time.Time) (bool, string, ti
 		}
 		notReady := now.Sub(cond.LastTransitionTime.Time)
 		if notReady >= c.opts.MaxWaitForUnmount {
-			return true, fmt.Sprintf("the node has not been Ready for %s (max-wait-for-unmount %s)", notReady.Round(time.Second), c.opts.MaxWaitForUnmount), 0
+			// The message names the transition time, not the elapsed time, so that every
+			// reconcile of the same outage words it the same way and eventOnce emits one Event.
+			return true, fmt.Sprintf("the node has not been Ready since %s, longer than max-wait-for-unmount (%s)",
+				cond.LastTransitionTime.UTC().Format(time.RFC3339), c.opts.MaxWaitForUnmount), 0
 		}
 		return false, "", c.opts.MaxWaitForUnmount - notReady
 	}

@@ -23,6 +23,10 @@ type Options struct {
 	// node's status.volumesAttached while the controller waits for the node's other pending
 	// attaches, so status writes are coalesced into few patches per node.
 	NodeStatusMaxDelay time.Duration
+	// AttachBatches is how many nodes may send VolumeAttachment creates at the same time.
+	AttachBatches int
+	// MaxParallelCreatesPerNode bounds the creates one node sends at once.
+	MaxParallelCreatesPerNode int
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
 	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
@@ -56,6 +60,9 @@ func DefaultOptions() Options {
 		Migration:          migration.DefaultConfig(),
 		MaxWaitForUnmount:  6 * time.Minute,
 		NodeStatusMaxDelay: time.Second,
+		AttachBatches:      2,
+		// Above the client's default burst, below anything an API server minds.
+		MaxParallelCreatesPerNode: 32,
 		Backoff: BackoffOptions{
 			InitialInterval:     500 * time.Millisecond,
 			Multiplier:          2,
@@ -82,6 +89,12 @@ func (o Options) withDefaults() Options {
 	if o.NodeStatusMaxDelay == 0 {
 		o.NodeStatusMaxDelay = d.NodeStatusMaxDelay
 	}
+	if o.AttachBatches == 0 {
+		o.AttachBatches = d.AttachBatches
+	}
+	if o.MaxParallelCreatesPerNode == 0 {
+		o.MaxParallelCreatesPerNode = d.MaxParallelCreatesPerNode
+	}
 	if o.Backoff.InitialInterval == 0 {
 		o.Backoff.InitialInterval = d.Backoff.InitialInterval
 	}
@@ -107,6 +120,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxWaitForUnmount < 0 {
 		return fmt.Errorf("max-wait-for-unmount must not be negative, got %s", o.MaxWaitForUnmount)
+	}
+	if o.AttachBatches < 1 || o.MaxParallelCreatesPerNode < 1 {
+		return fmt.Errorf("attach batches and parallel creates per node must be at least 1, got %d and %d", o.AttachBatches, o.MaxParallelCreatesPerNode)
 	}
 	if o.Backoff.Multiplier < 1 {
 		return fmt.Errorf("backoff multiplier must be at least 1, got %v", o.Backoff.Multiplier)

@@ -19,8 +19,11 @@ type nodeRun struct {
 	c      *Controller
 	node   *v1.Node
 	now    time.Time
-	states []PairState
+	states []*PairState
 	errs   []error
+	// creates are the VolumeAttachments this run decided to create; they are sent together,
+	// in parallel, once every pair of the node has been decided.
+	creates []createJob
 	// retryAfter is the earliest scheduled retry (held pairs, force-detach deadlines).
 	retryAfter time.Duration
 	held       map[pairKey]bool
@@ -87,13 +90,18 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.pods[p.podKey] = true
 		r.reconcilePair(ctx, p)
 	}
+	r.runCreates(ctx)
 	for _, a := range atts {
 		if !a.matched {
 			r.reconcileDetach(ctx, a)
 		}
 	}
 	c.forgetNodeMemory(name, r.held, r.events, r.pods)
-	c.setSnapshot(name, r.states, now)
+	states := make([]PairState, len(r.states))
+	for i, st := range r.states {
+		states[i] = *st
+	}
+	c.setSnapshot(name, states, now)
 	c.statusQueue.Add(name)
 	logger.V(4).Info("Reconciled node", "pairs", len(pairs), "attachments", len(atts), "retryAfter", r.retryAfter)
 	return r.retryAfter, errors.Join(r.errs...)
@@ -109,8 +117,8 @@ func (c *Controller) setCreating(node string, n int) {
 	}
 }
 
-func (r *nodeRun) pairState(p *pair) PairState {
-	return PairState{
+func (r *nodeRun) pairState(p *pair) *PairState {
+	return &PairState{
 		Node: r.node.Name, Pod: p.podKey, Volume: p.volume, PV: p.pvName,
 		Plugin: p.d.Plugin, Driver: p.d.Driver, Mechanism: p.d.Mechanism,
 		Reason: p.d.Reason, VolumeAttachment: p.d.VolumeAttachmentName, UniqueName: p.d.UniqueName,
@@ -119,13 +127,13 @@ func (r *nodeRun) pairState(p *pair) PairState {
 
 func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 	st := r.pairState(p)
-	defer func() { r.states = append(r.states, st) }()
+	r.states = append(r.states, st)
 	held := p.d.Mechanism == migration.MechanismWait || p.d.Mechanism == migration.MechanismError
 
 	if a := p.att; a != nil {
-		r.existing(p, a, &st)
+		r.existing(p, a, st)
 		if held {
-			r.hold(ctx, p, &st, "; the volume's existing attachment to the node is kept")
+			r.hold(ctx, p, st, "; the volume's existing attachment to the node is kept")
 		}
 		return
 	}
@@ -139,13 +147,13 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 	}
 	switch p.d.Mechanism {
 	case migration.MechanismWait, migration.MechanismError:
-		r.hold(ctx, p, &st, "")
+		r.hold(ctx, p, st, "")
 	case migration.MechanismNotAttachable, migration.MechanismCSINoAttach:
 		st.Phase = PhaseNotNeeded
 	case migration.MechanismCSI:
-		r.attachCSI(ctx, p, &st)
+		r.attachCSI(p, st)
 	case migration.MechanismInTree:
-		r.attachInTree(ctx, p, &st)
+		r.attachInTree(ctx, p, st)
 	default:
 		st.Phase = PhaseHeld
 		st.Reason = fmt.Sprintf("unknown mechanism %q; this is a bug in adc", p.d.Mechanism)
@@ -205,34 +213,24 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podKey, "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
-func (r *nodeRun) attachCSI(ctx context.Context, p *pair, st *PairState) {
-	logger := klog.FromContext(ctx)
+// attachCSI queues the VolumeAttachment of a pair for runCreates, once the ReadWriteOnce
+// rule allows it.
+func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	if !r.reserve(p, st) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	r.c.expectVA(va, r.now)
-	err := r.c.attachments.Create(ctx, va)
-	r.c.decCreating(r.node.Name)
-	if err != nil {
-		r.c.unexpectVA(va, p.ids.sourceKey)
-		r.errs = append(r.errs, err)
-		st.Phase = PhaseAttaching
-		st.Reason = "creating the VolumeAttachment failed, will retry: " + err.Error()
-		return
-	}
-	logger.V(2).Info("Created VolumeAttachment", "volumeAttachment", klog.KRef("", va.Name), "pod", klog.KObj(p.pod), "volume", p.volume, "driver", p.d.Driver)
 	r.started[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
+	r.creates = append(r.creates, createJob{pair: p, state: st, va: va})
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	logger := klog.FromContext(ctx)
 	attacher := r.c.opts.InTreeAttacher
 	if attacher == nil {
-		st.Reason = fmt.Sprintf("node %q is not migrated for %s and this adc has no in-tree attacher, so volume %q is not attached; "+
-			"migrate the node to CSI driver %s (its kubelet then lists %s in the CSINode annotation %s), or run adc inside a host that provides the in-tree attacher (kube-controller-manager)",
-			r.node.Name, p.d.Plugin, p.volume, p.d.Driver, p.d.Plugin, migration.MigratedPluginsAnnotation)
+		st.Reason = noInTreeAttacherReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
 		r.hold(ctx, p, st, "")
 		return
 	}

@@ -1,0 +1,232 @@
+package adc
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+func TestPluginOfUniqueName(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"gce pd", "kubernetes.io/gce-pd/disk-1", "kubernetes.io/gce-pd"},
+		{"vsphere path with slashes", "kubernetes.io/vsphere-volume/[ds] vols/a.vmdk", "kubernetes.io/vsphere-volume"},
+		{"no slash", "weird", "weird"},
+		{"one slash", "kubernetes.io/x", "kubernetes.io/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pluginOfUniqueName(tc.in); got != tc.want {
+				t.Errorf("pluginOfUniqueName(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVASourceKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		va   *storagev1.VolumeAttachment
+		want string
+	}{
+		{"persistent volume", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv1")}}}, "pv:pv1"},
+		{"inline spec", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}}}, "inline:d^h"},
+		{"no source", &storagev1.VolumeAttachment{}, ""},
+		{"inline without csi", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{}}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := vaSourceKey(tc.va); got != tc.want {
+				t.Errorf("vaSourceKey = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIdentify(t *testing.T) {
+	csi := migration.Decision{Mechanism: migration.MechanismCSI, Driver: "d", VolumeHandle: "h", VolumeAttachmentName: "csi-x"}
+	wait := migration.Decision{Mechanism: migration.MechanismWait, Driver: "pd.csi.storage.gke.io", VolumeHandle: "projects/UNSPECIFIED/zones/z/disks/a", InTreeUniqueName: "kubernetes.io/gce-pd/a"}
+	inTree := migration.Decision{Mechanism: migration.MechanismInTree, UniqueName: "kubernetes.io/iscsi/p:iqn:0"}
+	for _, tc := range []struct {
+		name   string
+		d      migration.Decision
+		pvName string
+		want   identity
+	}{
+		{"csi keeps the decided VolumeAttachment name", csi, "pv1", identity{vaName: "csi-x", csiUnique: "kubernetes.io/csi/d^h", sourceKey: "pv:pv1"}},
+		{"wait still knows every name of the volume", wait, "", identity{
+			vaName:       migration.VolumeAttachmentName("projects/UNSPECIFIED/zones/z/disks/a", "pd.csi.storage.gke.io", "n"),
+			csiUnique:    "kubernetes.io/csi/pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a",
+			inTreeUnique: "kubernetes.io/gce-pd/a",
+			sourceKey:    "inline:pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a"}},
+		{"in-tree without translation", inTree, "", identity{inTreeUnique: "kubernetes.io/iscsi/p:iqn:0", sourceKey: "intree:kubernetes.io/iscsi/p:iqn:0"}},
+		{"error with only a PV name", migration.Decision{Mechanism: migration.MechanismError}, "pv9", identity{sourceKey: "pv:pv9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := identify(&tc.d, tc.pvName, "n"); got != tc.want {
+				t.Errorf("identify = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAttachmentIndexFind(t *testing.T) {
+	va := &attachment{va: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-a"}}, sourceKey: "pv:p1", uniqueName: "kubernetes.io/csi/d^h"}
+	it := &attachment{inTree: &inTreeAttachment{}, uniqueName: "kubernetes.io/gce-pd/disk", sourceKey: "intree:kubernetes.io/gce-pd/disk"}
+	x := indexAttachments([]*attachment{va, it})
+	for _, tc := range []struct {
+		name string
+		id   identity
+		want *attachment
+	}{
+		{"by VolumeAttachment name", identity{vaName: "csi-a"}, va},
+		{"by CSI unique name", identity{csiUnique: "kubernetes.io/csi/d^h"}, va},
+		{"migration flip finds the in-tree attachment", identity{vaName: "csi-other", csiUnique: "kubernetes.io/csi/pd^x", inTreeUnique: "kubernetes.io/gce-pd/disk"}, it},
+		{"held pair with only its PV name keeps the attachment", identity{sourceKey: "pv:p1"}, va},
+		{"unknown volume", identity{vaName: "csi-b", sourceKey: "pv:p2"}, nil},
+		{"empty identity matches nothing", identity{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := x.find(tc.id); got != tc.want {
+				t.Errorf("find = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVolumeInUse(t *testing.T) {
+	node := &v1.Node{Status: v1.NodeStatus{VolumesInUse: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1", "kubernetes.io/gce-pd/disk"}}}
+	for _, tc := range []struct {
+		name string
+		a    *attachment
+		want bool
+	}{
+		{"listed csi volume", &attachment{uniqueName: "kubernetes.io/csi/d^h1"}, true},
+		{"listed in-tree volume", &attachment{uniqueName: "kubernetes.io/gce-pd/disk"}, true},
+		{"not listed", &attachment{uniqueName: "kubernetes.io/csi/d^h2"}, false},
+		{"unknown name, same driver in use: assume in use", &attachment{driver: "d"}, true},
+		{"unknown name, driver not in use", &attachment{driver: "other"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, why := volumeInUse(node, tc.a); got != tc.want {
+				t.Errorf("volumeInUse = %v (%s), want %v", got, why, tc.want)
+			}
+		})
+	}
+}
+
+func TestForceDetach(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := &Controller{opts: Options{MaxWaitForUnmount: 6 * time.Minute}}
+	ready := func(status v1.ConditionStatus, ago time.Duration) v1.NodeCondition {
+		return v1.NodeCondition{Type: v1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+	}
+	for _, tc := range []struct {
+		name      string
+		node      v1.Node
+		wantForce bool
+		wantWait  time.Duration
+	}{
+		{"ready node", v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{ready(v1.ConditionTrue, time.Hour)}}}, false, 0},
+		{"out-of-service taint", v1.Node{Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: OutOfServiceTaint, Effect: v1.TaintEffectNoExecute}}},
+			Status: v1.NodeStatus{Conditions: []v1.NodeCondition{ready(v1.ConditionTrue, time.Hour)}}}, true, 0},
+		{"not ready for 7m", v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{ready(v1.ConditionFalse, 7*time.Minute)}}}, true, 0},
+		{"unknown for 2m waits 4m more", v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{ready(v1.ConditionUnknown, 2*time.Minute)}}}, false, 4 * time.Minute},
+		{"no conditions", v1.Node{}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			force, why, wait := c.forceDetach(&tc.node, now)
+			if force != tc.wantForce || wait != tc.wantWait {
+				t.Errorf("forceDetach = %v (%q), wait %s; want %v, wait %s", force, why, wait, tc.wantForce, tc.wantWait)
+			}
+			if force && why == "" {
+				t.Error("a forced detach must say why")
+			}
+		})
+	}
+}
+
+func TestVolumesListComparisons(t *testing.T) {
+	a := []v1.AttachedVolume{{Name: "x"}, {Name: "y", DevicePath: "/dev/y"}}
+	for _, tc := range []struct {
+		name       string
+		want, have []v1.AttachedVolume
+		same, adds bool
+	}{
+		{"identical in another order", a, []v1.AttachedVolume{{Name: "y", DevicePath: "/dev/y"}, {Name: "x"}}, true, true},
+		{"one more wanted", a, a[:1], false, true},
+		{"one removed", a[:1], a, false, false},
+		{"device path changed", a, []v1.AttachedVolume{{Name: "x"}, {Name: "y"}}, false, true},
+		{"both empty", nil, nil, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameVolumes(tc.want, tc.have); got != tc.same {
+				t.Errorf("sameVolumes = %v, want %v", got, tc.same)
+			}
+			if got := onlyAdds(tc.want, tc.have); got != tc.adds {
+				t.Errorf("onlyAdds = %v, want %v", got, tc.adds)
+			}
+		})
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{"defaults are valid", func(*Options) {}, ""},
+		{"negative max wait", func(o *Options) { o.MaxWaitForUnmount = -time.Second }, "max-wait-for-unmount"},
+		{"multiplier below one", func(o *Options) { o.Backoff.Multiplier = 0.5 }, "multiplier"},
+		{"cap below start", func(o *Options) { o.Backoff.MaxInterval = time.Millisecond }, "cap"},
+		{"jitter of one", func(o *Options) { o.Backoff.RandomizationFactor = 1 }, "jitter"},
+		{"bad node source", func(o *Options) { o.Migration.NodeSource = "gossip" }, "migration config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error = %v, want one mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestHoldBacksOffOnlyWhenRetryIsDue(t *testing.T) {
+	c := &Controller{world: newWorld()}
+	c.opts = Options{}.withDefaults()
+	c.opts.Backoff.RandomizationFactor = 0
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key := pairKey{node: "n", pod: "ns/p", volume: "v"}
+	r, next := c.hold(key, "waiting", now)
+	if r != 0 || next.Sub(now) != 500*time.Millisecond {
+		t.Fatalf("first hold: retries %d, next in %s; want 0 and 500ms", r, next.Sub(now))
+	}
+	// An event re-decides the node before the retry is due: the backoff does not advance.
+	if r, n2 := c.hold(key, "waiting", now.Add(100*time.Millisecond)); r != 0 || !n2.Equal(next) {
+		t.Fatalf("early re-decide: retries %d, next %s; want 0 and %s", r, n2, next)
+	}
+	at := next
+	var delays []time.Duration
+	for i := 0; i < 10; i++ {
+		_, n := c.hold(key, "waiting", at)
+		delays = append(delays, n.Sub(at))
+		at = n
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, 64 * time.Second, 2 * time.Minute, 2 * time.Minute, 2 * time.Minute}
+	for i := range want {
+		if delays[i] != want[i] {
+			t.Fatalf("delays = %v, want %v", delays, want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package volumeattach
+
+import (
+	"context"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// PriorityLimiter is one client QPS budget with two doors. Node status patches go through
+// the priority door: they are what lets the kubelet mount an attached volume, so they must
+// not queue behind hundreds of VolumeAttachment creates of other nodes. Everything else
+// goes through the normal door, where callers take turns one at a time, so that at most one
+// normal request ever holds a future token and a priority request waits at most one token.
+type PriorityLimiter struct {
+	limiter *rate.Limiter
+	qps     float32
+	gate    chan struct{}
+}
+
+// NewPriorityLimiter returns a limiter of qps requests per second with the given burst.
+func NewPriorityLimiter(qps float32, burst int) *PriorityLimiter {
+	return &PriorityLimiter{limiter: rate.NewLimiter(rate.Limit(qps), burst), qps: qps, gate: make(chan struct{}, 1)}
+}
+
+// Normal is the door for ordinary requests, for rest.Config.RateLimiter.
+func (p *PriorityLimiter) Normal() flowcontrol.RateLimiter { return door{p: p} }
+
+// Priority is the door for node status patches, for rest.Config.RateLimiter.
+func (p *PriorityLimiter) Priority() flowcontrol.RateLimiter { return door{p: p, priority: true} }
+
+type door struct {
+	p        *PriorityLimiter
+	priority bool
+}
+
+var _ flowcontrol.RateLimiter = door{}
+
+func (d door) Wait(ctx context.Context) error {
+	if d.priority {
+		return d.p.limiter.Wait(ctx)
+	}
+	select {
+	case d.p.gate <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.p.gate }()
+	return d.p.limiter.Wait(ctx)
+}
+
+func (d door) TryAccept() bool { return d.p.limiter.Allow() }
+
+func (d door) Accept() { _ = d.Wait(context.Background()) }
+
+func (d door) Stop() {}
+
+func (d door) QPS() float32 { return d.p.qps }
+
+// PrioritizedConfigs splits one client budget of qps/burst into two rest.Configs that share
+// it: normal for everything, and priority for the node status writer.
+func PrioritizedConfigs(cfg *rest.Config, qps float32, burst int) (normal, priority *rest.Config) {
+	p := NewPriorityLimiter(qps, burst)
+	normal, priority = rest.CopyConfig(cfg), rest.CopyConfig(cfg)
+	normal.QPS, normal.Burst, normal.RateLimiter = qps, burst, p.Normal()
+	priority.QPS, priority.Burst, priority.RateLimiter = qps, burst, p.Priority()
+	return normal, priority
+}
