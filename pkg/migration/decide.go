@@ -40,7 +40,8 @@ const (
 //     driver's CSIDriver has attachRequired=false (a missing CSIDriver or field means attach
 //     is required). Inline CSI (ephemeral) volumes are never attached: not-attachable.
 //  2. A PV or inline volume of a plugin in the translation table is translated with
-//     csi-translation-lib (failure => error). Mode complete => the CSI path; mode on => the
+//     csi-translation-lib (failure => error in every mode: the key below needs it, and a
+//     volume that cannot be translated cannot survive a later flip to CSI). Mode complete => the CSI path; mode on => the
 //     node source decides: migrated => CSI path, not migrated => in-tree (not-attachable for
 //     plugins without an attach phase: azure-file, portworx), unknown => wait; mode off =>
 //     in-tree, but a node reporting the plugin migrated is version skew => error.
@@ -51,6 +52,10 @@ const (
 // VolumeKey is the translated or native <driver>^<handle> whenever translation is possible,
 // for every mechanism, so a node flipping between in-tree and CSI keeps the same key. For
 // volumes that cannot be translated (iSCSI, FC, FlexVolume) it is the in-tree unique name.
+//
+// in.Node is not consulted by the current rules; it is part of Input so that rules about the
+// node itself can be added without changing the contract. A nil cfg behaves as a Config with
+// no modes (every plugin on) and the csinode source.
 func Decide(cfg *Config, in *Input) Decision {
 	if in == nil {
 		return Decision{Mechanism: MechanismError, Reason: "no input was given to the decision engine; this is a bug in the caller"}
@@ -63,9 +68,6 @@ func Decide(cfg *Config, in *Input) Decision {
 	}
 	if in.NodeName == "" {
 		return Decision{Mechanism: MechanismError, Reason: "no node name was given, so no VolumeAttachment can be named; this is a bug in the caller"}
-	}
-	if src := cfg.source(); !src.Valid() {
-		return Decision{Mechanism: MechanismError, Reason: "node migration source " + strconv.Quote(string(src)) + " is not valid; set --node-migration-source to one of " + joinSources()}
 	}
 	if in.PV != nil {
 		return decidePV(cfg, in, in.PV)
@@ -177,6 +179,11 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 	// One allocation serves both: the key is the unique name without its plugin prefix.
 	csiUnique := CSIUniqueName(csi.Driver, csi.VolumeHandle)
 	d.VolumeKey = csiUnique[len(csiUniquePrefix):]
+	if inTreeAttachable(plugin) {
+		// Whatever the mechanism, the controller must recognise an attachment the in-tree
+		// plugin made (before a migration flip) under this name.
+		d.InTreeUniqueName = InTreeUniqueName(plugin, volumeID)
+	}
 
 	// In-tree access modes: the PV's own; an inline volume has none, so the modes the
 	// translation derives from it (ReadOnly => ROX for gce-pd and portworx, else RWO) stand in.
@@ -200,8 +207,15 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 		return d
 	}
 
+	src := cfg.source()
+	if !src.Valid() {
+		d.Mechanism = MechanismError
+		d.Reason = "node migration source " + strconv.Quote(string(src)) + " is not valid, so adc cannot ask node " + strconv.Quote(in.NodeName) +
+			" whether " + plugin + " is migrated; set --node-migration-source to one of " + joinSources()
+		return d
+	}
 	node := NodeObjects{Name: in.NodeName, Node: in.Node, CSINode: in.CSINode, CSINodeInfo: in.CSINodeInfo}
-	nm := NodePluginMigration(cfg.source(), node, plugin, d.Driver)
+	nm := NodePluginMigration(src, node, plugin, d.Driver)
 	d.Notes = nm.Notes
 	if mode == ModeOff {
 		if nm.State == NodeStateMigrated {
@@ -263,7 +277,10 @@ func inTreePath(d Decision, plugin, volumeID string, accessModes []v1.Persistent
 		return d
 	}
 	d.Mechanism = MechanismInTree
-	d.UniqueName = InTreeUniqueName(plugin, volumeID)
+	d.UniqueName = d.InTreeUniqueName
+	if d.UniqueName == "" {
+		d.UniqueName = InTreeUniqueName(plugin, volumeID)
+	}
 	d.MultiAttachAllowed = multiAttach(accessModes)
 	d.Reason = reason + " and attaches the volume"
 	return d
@@ -315,6 +332,7 @@ func decideOther(p otherPlugin, pv *v1.PersistentVolume, vol *v1.Volume, accessM
 	}
 	d.Mechanism = MechanismInTree
 	d.UniqueName = InTreeUniqueName(p.name, volumeID)
+	d.InTreeUniqueName = d.UniqueName
 	d.VolumeKey = d.UniqueName
 	if pv != nil {
 		d.MultiAttachAllowed = multiAttach(accessModes)

@@ -222,7 +222,7 @@ func fuzzInput(kind, flags, modes, access uint8, handle, zone, annotation, extra
 // modifies its input, is deterministic, and keeps the contract between its fields.
 func FuzzDecide(f *testing.F) {
 	type seed struct {
-		kind, flags, modes, access uint8
+		kind, flags, modes, access      uint8
 		handle, zone, annotation, extra string
 	}
 	for _, s := range []seed{

@@ -63,10 +63,11 @@ func AssetsDir() string {
 // Main starts the control plane, runs the package's tests and stops the control plane,
 // also when a test panics. It exits the process with the tests' exit code.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) (code int) {
+// Run is Main without the exit, for a TestMain with its own setup and teardown.
+func Run(m *testing.M) (code int) {
 	cp, stop, err := Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)

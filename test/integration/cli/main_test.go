@@ -1,0 +1,33 @@
+// Package cli runs the adc binary's subcommands against the test control plane.
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/migration-aware/adc/test/integration/framework"
+)
+
+// adcBinary is built once for the package.
+var adcBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "adc-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	adcBinary = filepath.Join(dir, "adc")
+	build := exec.Command("go", "build", "-o", adcBinary, "github.com/migration-aware/adc/cmd/adc")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building adc:", err)
+		os.Exit(1)
+	}
+	code := framework.Run(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
