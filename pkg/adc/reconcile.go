@@ -67,6 +67,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	pairs := c.desiredPairs(node)
 	atts := c.actualAttachments(node, now)
+	fillInTreeIdentity(pairs, atts, name)
 	idx := indexAttachments(atts)
 	toCreate := 0
 	for _, p := range pairs {

@@ -97,13 +97,13 @@ func TestPlanJSONOnMidRolloutCluster(t *testing.T) {
 	expect := map[string]want{
 		ns + "/on-migrated": {"plan-migrated", "csi", "pd.csi.storage.gke.io", gceHandle("disk-1"),
 			"kubernetes.io/csi/pd.csi.storage.gke.io^" + gceHandle("disk-1"), vaName(gceHandle("disk-1"), "pd.csi.storage.gke.io", "plan-migrated"), "migrated"},
-		ns + "/on-intree":   {"plan-intree", "in-tree", "pd.csi.storage.gke.io", gceHandle("disk-2"), "kubernetes.io/gce-pd/disk-2", "", "not migrated"},
-		ns + "/on-late":     {"plan-late", "wait", "pd.csi.storage.gke.io", gceHandle("disk-3"), "", "", "CSINode"},
-		ns + "/on-skew":     {"plan-skew", "error", "ebs.csi.aws.com", "vol-0abc", "", "", "version skew"},
-		ns + "/native":      {"plan-migrated", "csi", "csi.example.com", "h1", "kubernetes.io/csi/csi.example.com^h1", vaName("h1", "csi.example.com", "plan-migrated"), ""},
-		ns + "/noattach":    {"plan-late", "csi-no-attach", "plan-noattach.example.com", "h2", "kubernetes.io/csi/plan-noattach.example.com^h2", "", "attachRequired=false"},
-		ns + "/unbound":     {"plan-intree", "wait", "", "", "", "", "not bound"},
-		ns + "/config":      {"plan-intree", "not-attachable", "", "", "", "", ""},
+		ns + "/on-intree": {"plan-intree", "in-tree", "pd.csi.storage.gke.io", gceHandle("disk-2"), "kubernetes.io/gce-pd/disk-2", "", "not migrated"},
+		ns + "/on-late":   {"plan-late", "wait", "pd.csi.storage.gke.io", gceHandle("disk-3"), "", "", "CSINode"},
+		ns + "/on-skew":   {"plan-skew", "error", "ebs.csi.aws.com", "vol-0abc", "", "", "version skew"},
+		ns + "/native":    {"plan-migrated", "csi", "csi.example.com", "h1", "kubernetes.io/csi/csi.example.com^h1", vaName("h1", "csi.example.com", "plan-migrated"), ""},
+		ns + "/noattach":  {"plan-late", "csi-no-attach", "plan-noattach.example.com", "h2", "kubernetes.io/csi/plan-noattach.example.com^h2", "", "attachRequired=false"},
+		ns + "/unbound":   {"plan-intree", "wait", "", "", "", "", "not bound"},
+		ns + "/config":    {"plan-intree", "not-attachable", "", "", "", "", ""},
 	}
 	seen := map[string]bool{}
 	for _, d := range got.Decisions {
@@ -214,7 +214,7 @@ func createPod(t *testing.T, ns, name, node string, vols ...v1.Volume) *v1.Pod {
 	t.Helper()
 	pod, err := framework.Get(t).Client.CoreV1().Pods(ns).Create(t.Context(), &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}, Volumes: vols},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}, Volumes: vols},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,4 +235,3 @@ func stderrOf(err error) string {
 	}
 	return ""
 }
-

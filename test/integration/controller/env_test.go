@@ -38,6 +38,29 @@ type testEnv struct {
 	ns       string
 	kubelet  simulator.Kubelet
 	attacher *simulator.ExternalAttacher
+
+	// created lists the cluster-scoped objects the test created, deleted when it ends; it is
+	// shared with the envs of subtests (withT).
+	created *createdObjects
+}
+
+type createdObjects struct {
+	mu                  sync.Mutex
+	nodes, pvs, drivers []string
+}
+
+func (c *createdObjects) add(list *[]string, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*list = append(*list, name)
+}
+
+// withT returns the env for a subtest: same namespace, control plane and context, but
+// failures are reported on the subtest.
+func (e *testEnv) withT(t *testing.T) *testEnv {
+	sub := *e
+	sub.t = t
+	return &sub
 }
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -48,16 +71,72 @@ func newEnv(t *testing.T) *testEnv {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	ns := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
-	if len(ns) > 50 {
-		ns = ns[:50]
+	// Names derive from the namespace, and node names also become a label value (at most 63
+	// characters), so the namespace is kept short.
+	base := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(base) > 40 {
+		base = base[:40]
 	}
-	ns = strings.Trim(ns, "-")
-	e := &testEnv{t: t, ctx: ctx, cp: cp, client: cp.Client, ns: ns, kubelet: simulator.Kubelet{Client: cp.Client}}
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", ns, err)
+	base = strings.Trim(base, "-")
+	// The control plane lives as long as the test binary, so `go test -count=N` runs a test
+	// again against the objects of its previous run (namespaces cannot be deleted without a
+	// namespace controller): every run gets a fresh namespace, and so fresh names.
+	ns := base
+	for i := 2; ; i++ {
+		_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) || i > 100 {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+		ns = fmt.Sprintf("%s-%d", base, i)
 	}
+	e := &testEnv{t: t, ctx: ctx, cp: cp, client: cp.Client, ns: ns, kubelet: simulator.Kubelet{Client: cp.Client}, created: &createdObjects{}}
+	// Cleanups run last-registered first: this one runs after the test's controllers (started
+	// later) are stopped, and before the context (and with it the simulators) is cancelled.
+	t.Cleanup(e.cleanup)
 	return e
+}
+
+// cleanup deletes what the test created outside its namespace (nodes, CSINodes,
+// VolumeAttachments, PersistentVolumes, CSIDrivers) and its pods, so the controllers of later
+// tests, which see the whole cluster, do not reconcile this test's leftovers.
+func (e *testEnv) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := e.client
+	zero := int64(0)
+	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	logErr := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			e.t.Logf("cleanup: %s: %v", what, err)
+		}
+	}
+	logErr("pods", c.CoreV1().Pods(e.ns).DeleteCollection(ctx, del, metav1.ListOptions{}))
+	e.created.mu.Lock()
+	defer e.created.mu.Unlock()
+	nodes := map[string]bool{}
+	for _, n := range e.created.nodes {
+		nodes[n] = true
+	}
+	if vas, err := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, va := range vas.Items {
+			if nodes[va.Spec.NodeName] {
+				logErr("VolumeAttachment "+va.Name, c.StorageV1().VolumeAttachments().Delete(ctx, va.Name, del))
+			}
+		}
+	}
+	for _, n := range e.created.nodes {
+		logErr("CSINode "+n, c.StorageV1().CSINodes().Delete(ctx, n, del))
+		logErr("node "+n, c.CoreV1().Nodes().Delete(ctx, n, del))
+	}
+	for _, pv := range e.created.pvs {
+		logErr("PV "+pv, c.CoreV1().PersistentVolumes().Delete(ctx, pv, del))
+	}
+	for _, d := range e.created.drivers {
+		logErr("CSIDriver "+d, c.StorageV1().CSIDrivers().Delete(ctx, d, del))
+	}
 }
 
 // startAttacher runs the simulated external-attacher for the given drivers.
@@ -125,6 +204,7 @@ func (e *testEnv) node(suffix string, managed bool) string {
 	if _, err := e.kubelet.RegisterNode(e.ctx, name, managed); err != nil {
 		e.t.Fatal(err)
 	}
+	e.created.add(&e.created.nodes, name)
 	return name
 }
 
@@ -191,6 +271,7 @@ func (e *testEnv) boundClaim(pv *v1.PersistentVolume) string {
 	if _, err := e.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating PV %s: %v", pv.Name, err)
 	}
+	e.created.add(&e.created.pvs, pv.Name)
 	created.Status.Phase = v1.ClaimBound
 	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatalf("binding claim %s: %v", created.Name, err)
@@ -369,4 +450,144 @@ func (e *testEnv) createCSIDriver(name string, attachRequired *bool) {
 	if _, err := e.client.StorageV1().CSIDrivers().Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating CSIDriver %s: %v", name, err)
 	}
+	e.created.add(&e.created.drivers, name)
+}
+
+// driverName returns a CSI driver name unique to the test (CSIDrivers are cluster-scoped and
+// their names are at most 63 characters).
+func (e *testEnv) driverName(suffix string) string {
+	tail := "." + suffix + ".example.com"
+	prefix := e.ns
+	if max := 63 - len(tail); len(prefix) > max {
+		prefix = strings.Trim(prefix[:max], "-")
+	}
+	return prefix + tail
+}
+
+// warningEvents returns how many Warning Events with reason the object named name got (an
+// Event the recorder aggregated counts as many times as its count says) and their messages.
+func (e *testEnv) warningEvents(namespace, name, reason string) (int, []string) {
+	list, err := e.client.CoreV1().Events(namespace).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return -1, []string{"listing Events: " + err.Error()}
+	}
+	n := 0
+	var msgs []string
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name != name || ev.Reason != reason || ev.Type != v1.EventTypeWarning {
+			continue
+		}
+		if ev.Count > 1 {
+			n += int(ev.Count)
+		} else {
+			n++
+		}
+		msgs = append(msgs, ev.Message)
+	}
+	return n, msgs
+}
+
+// oneWarningEvent waits until the object has a Warning Event with reason, then checks that it
+// stays exactly one (one Event per object and reason, not one per retry) and returns its
+// message.
+func (e *testEnv) oneWarningEvent(namespace, name, reason string, stable time.Duration) string {
+	e.t.Helper()
+	var msg string
+	e.eventually(fmt.Sprintf("a Warning Event %s on %s/%s", reason, namespace, name), 10*time.Second, func() (bool, string) {
+		n, msgs := e.warningEvents(namespace, name, reason)
+		if n >= 1 && len(msgs) > 0 {
+			msg = msgs[0]
+		}
+		return n >= 1, fmt.Sprintf("%d Events: %q", n, msgs)
+	})
+	e.consistently(fmt.Sprintf("exactly one Warning Event %s on %s/%s", reason, namespace, name), stable, func() (bool, string) {
+		n, msgs := e.warningEvents(namespace, name, reason)
+		return n == 1, fmt.Sprintf("%d Events: %q", n, msgs)
+	})
+	return msg
+}
+
+// nodeSnapshot returns the controller's snapshot entries for a node.
+func nodeSnapshot(ctrl *adc.Controller, node string) []adc.PairState {
+	var out []adc.PairState
+	for _, s := range ctrl.Snapshot() {
+		if s.Node == node {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pairIs waits for a condition on a pod volume's snapshot entry.
+func (e *testEnv) pairIs(ctrl *adc.Controller, node, pod, volume string, timeout time.Duration, ok func(adc.PairState) bool) adc.PairState {
+	e.t.Helper()
+	var last adc.PairState
+	e.eventually(fmt.Sprintf("snapshot entry of %s/%s volume %s on %s", e.ns, pod, volume, node), timeout, func() (bool, string) {
+		s, found := pairState(ctrl, node, e.ns+"/"+pod, volume)
+		if !found {
+			return false, "no entry"
+		}
+		last = s
+		return ok(s), fmt.Sprintf("mechanism=%s phase=%s uniqueName=%s volumeAttachment=%s reason=%q", s.Mechanism, s.Phase, s.UniqueName, s.VolumeAttachment, s.Reason)
+	})
+	return last
+}
+
+// csiUnique is the unique volume name of a CSI volume, from the upstream contract.
+func csiUnique(driver, handle string) string { return "kubernetes.io/csi/" + driver + "^" + handle }
+
+const (
+	gcePlugin = "kubernetes.io/gce-pd"
+	gceDriver = "pd.csi.storage.gke.io"
+)
+
+// gceHandle is the translated handle of a zonal GCE PD (csi-translation-lib's format).
+func gceHandle(zone, pd string) string { return "projects/UNSPECIFIED/zones/" + zone + "/disks/" + pd }
+
+// inlineGCE is an inline (pod-embedded) GCE PD volume.
+func inlineGCE(name, pd string) v1.Volume {
+	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: pd}}}
+}
+
+// nodeObj reads a node from the API server.
+func (e *testEnv) nodeObj(name string) *v1.Node {
+	e.t.Helper()
+	n, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("reading node %s: %v", name, err)
+	}
+	return n
+}
+
+// taint adds a taint to a node, retrying on conflicts with the controller's status writes.
+func (e *testEnv) taint(node string, taint v1.Taint) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, taint)
+		_, err = e.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		e.t.Fatalf("tainting node %s: %v", node, err)
+	}
+}
+
+// vaUIDs returns the UIDs of the named VolumeAttachments ("" for a missing one).
+func (e *testEnv) vaUIDs(names ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		if va, err := e.va(n); err == nil {
+			out[n] = string(va.UID)
+		} else {
+			out[n] = ""
+		}
+	}
+	return out
 }
