@@ -2,20 +2,35 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"net/http"
+	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/server"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -23,39 +38,78 @@ func init() { subcommands = append(subcommands, newControllerCommand) }
 
 // controllerFlags are the flags of `adc controller`.
 type controllerFlags struct {
-	kubeconfig        string
-	workers           int
-	qps               float32
-	burst             int
-	migration         string
-	nodeSource        string
-	maxWaitForUnmount time.Duration
-	resync            time.Duration
+	kubeconfig         string
+	workers            int
+	qps                float32
+	burst              int
+	migration          string
+	nodeSource         string
+	maxWaitForUnmount  time.Duration
+	nodeStatusMaxDelay time.Duration
+	resync             time.Duration
+	httpAddr           string
+
+	leaderElect   bool
+	leaseNS       string
+	leaseName     string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+
+	logging *logsapi.LoggingConfiguration
 }
 
 func newControllerCommand() *cobra.Command {
-	f := &controllerFlags{}
+	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration()}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the migration-aware attach/detach controller until SIGINT or SIGTERM",
-		Args:  cobra.NoArgs,
+		Long: `controller attaches and detaches the volumes of scheduled pods, deciding per volume and node
+between the in-tree plugin and the CSI driver. With --leader-elect (the default) only one replica
+acts at a time; losing the lease stops it with a non-zero exit so its Pod restarts.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := logsapi.ValidateAndApply(f.logging, loggingFeatureGate()); err != nil {
+				return fmt.Errorf("logging flags: %w", err)
+			}
 			return runController(cmd.Context(), f)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
-	fs.IntVar(&f.workers, "workers", 10, "Number of nodes reconciled in parallel (and of node status writers).")
-	fs.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server.")
-	fs.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
-	fs.StringVar(&f.migration, "migration", "", "Per in-tree plugin migration mode, e.g. kubernetes.io/portworx-volume=complete,kubernetes.io/gce-pd=off; modes off|on|complete; unlisted plugins are on.")
-	fs.StringVar(&f.nodeSource, "node-migration-source", string(migration.NodeSourceCSINode), "Where node migration state is read: csinode, csinodeinfo (seed API) or auto.")
-	fs.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", 6*time.Minute, "How long a node may be not Ready before its in-use volumes are force-detached.")
-	fs.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
-	gfs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(gfs)
-	fs.AddGoFlagSet(gfs)
+	var fss cliflag.NamedFlagSets
+	rec := fss.FlagSet("recommended")
+	rec.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
+	rec.StringVar(&f.httpAddr, "http-addr", ":8080", "Address of the HTTP listener for /healthz, /readyz, /metrics and the dashboard; empty disables it.")
+	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
+	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
+	rec.StringVar(&f.migration, "migration", "", "Per in-tree plugin migration mode, e.g. kubernetes.io/portworx-volume=complete,kubernetes.io/gce-pd=off; modes off|on|complete; unlisted plugins are on.")
+	rec.StringVar(&f.nodeSource, "node-migration-source", string(migration.NodeSourceCSINode), "Where node migration state is read: csinode, csinodeinfo (seed API) or auto.")
+	rec.IntVar(&f.workers, "workers", 10, "Number of nodes reconciled in parallel (and of node status writers).")
+	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
+	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
+	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", 6*time.Minute, "How long a node may be not Ready before its in-use volumes are force-detached.")
+	other := fss.FlagSet("other")
+	other.StringVar(&f.leaseName, "leader-elect-lease-name", "adc", "Name of the leader election Lease.")
+	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
+	other.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leading.")
+	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
+	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", time.Second, "How long an attached volume may wait to be listed in node status while other attaches of its node finish (coalescing).")
+	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
+	logsapi.AddFlags(f.logging, fss.FlagSet("logging"))
+	for _, fs := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cliflag.SetUsageAndHelpFunc(cmd, fss, 0)
 	return cmd
+}
+
+// loggingFeatureGate enables the logging features at their Kubernetes defaults (JSON output
+// is beta, on by default), as in the Kubernetes components.
+func loggingFeatureGate() featuregate.FeatureGate {
+	fg := featuregate.NewFeatureGate()
+	if err := logsapi.AddFeatureGates(fg); err != nil {
+		panic(fmt.Sprintf("registering logging feature gates: %v", err))
+	}
+	return fg
 }
 
 // controllerOptions turns flags into controller options, with errors that name the flag.
@@ -71,31 +125,37 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 		return opts, fmt.Errorf("--node-migration-source: %w", err)
 	}
 	opts.Migration.NodeSource = src
-	if f.maxWaitForUnmount <= 0 {
+	switch {
+	case f.maxWaitForUnmount <= 0:
 		return opts, fmt.Errorf("--max-wait-for-unmount must be positive, got %s", f.maxWaitForUnmount)
+	case f.workers < 1:
+		return opts, fmt.Errorf("--workers must be at least 1, got %d", f.workers)
+	case f.qps <= 0 || f.burst <= 0:
+		return opts, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.qps, f.burst)
+	case f.nodeStatusMaxDelay <= 0:
+		return opts, fmt.Errorf("--node-status-max-delay must be positive, got %s", f.nodeStatusMaxDelay)
+	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retryPeriod && f.retryPeriod > 0):
+		return opts, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
+			f.leaseDuration, f.renewDeadline, f.retryPeriod)
 	}
 	opts.MaxWaitForUnmount = f.maxWaitForUnmount
-	if f.workers < 1 {
-		return opts, fmt.Errorf("--workers must be at least 1, got %d", f.workers)
-	}
-	if f.qps <= 0 || f.burst <= 0 {
-		return opts, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.qps, f.burst)
-	}
+	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
 	return opts, opts.Validate()
 }
 
 func runController(parent context.Context, f *controllerFlags) error {
+	defer logs.FlushLogs()
 	opts, err := f.controllerOptions()
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(f.kubeconfig, f.qps, f.burst)
+	base, err := restConfig(f.kubeconfig, 0, 0)
 	if err != nil {
 		return err
 	}
-	cfg.UserAgent = "adc-controller"
+	base.UserAgent = "adc-controller"
 	// One budget of --kube-api-qps/--kube-api-burst, in which node status writes go first.
-	cfg, statusCfg := volumeattach.PrioritizedConfigs(cfg, f.qps, f.burst)
+	cfg, statusCfg := volumeattach.PrioritizedConfigs(base, f.qps, f.burst)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
@@ -109,17 +169,139 @@ func runController(parent context.Context, f *controllerFlags) error {
 	if err != nil {
 		return fmt.Errorf("building the dynamic client: %w", err)
 	}
+
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithName("adc"))
+	logger := klog.Background().WithName("adc")
+	ctx = klog.NewContext(ctx, logger)
 
-	factory := informers.NewSharedInformerFactory(client, f.resync)
-	ctrl, err := adc.New(client, dyn, factory, opts)
+	// The controller of the current leadership term, for the readiness check.
+	var (
+		mu      sync.Mutex
+		current *adc.Controller
+	)
+	srv := server.New()
+	srv.AddHealthCheck(server.Check{Name: "ping", Check: func(*http.Request) error { return nil }})
+	srv.AddReadyCheck(server.Check{Name: "informer-sync", Check: func(*http.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if current != nil && !current.HasSynced() {
+			return fmt.Errorf("informer caches not synced yet")
+		}
+		return nil // a standby replica is ready: it is healthy and waiting for the lease
+	}})
+	serveErr := make(chan error, 1)
+	if f.httpAddr != "" {
+		l, err := server.Listen(f.httpAddr)
+		if err != nil {
+			return err
+		}
+		go func() { serveErr <- srv.Serve(ctx, l) }()
+	}
+
+	run := func(ctx context.Context) {
+		factory := informers.NewSharedInformerFactory(client, f.resync)
+		ctrl, err := adc.New(client, dyn, factory, opts)
+		if err != nil {
+			logger.Error(err, "Creating the controller")
+			return
+		}
+		mu.Lock()
+		current = ctrl
+		mu.Unlock()
+		factory.Start(ctx.Done())
+		ctrl.Run(ctx, f.workers)
+		factory.Shutdown()
+	}
+	if !f.leaderElect {
+		run(ctx)
+		return firstErr(serveErr)
+	}
+	lost, err := runWithLeaderElection(ctx, f, base, srv, run)
 	if err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	ctrl.Run(ctx, f.workers)
-	return nil
+	if lost {
+		return fmt.Errorf("lost the leader election lease %s/%s; exiting so the Pod restarts and rejoins the election", leaseNamespace(f), f.leaseName)
+	}
+	return firstErr(serveErr)
+}
+
+// runWithLeaderElection runs run while this replica holds the Lease. The election has its own
+// client, so throttling on the controller's client cannot cost the lease. It returns once
+// ctx ends or the lease is lost, after run has drained its workers.
+func runWithLeaderElection(ctx context.Context, f *controllerFlags, base *rest.Config, srv *server.Server, run func(context.Context)) (lost bool, err error) {
+	logger := klog.FromContext(ctx)
+	leCfg := rest.CopyConfig(base)
+	leCfg.UserAgent = "adc-leader-election"
+	leCfg.QPS, leCfg.Burst, leCfg.RateLimiter = 5, 10, nil
+	leClient, err := kubernetes.NewForConfig(leCfg)
+	if err != nil {
+		return false, fmt.Errorf("building the leader election client: %w", err)
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNamespace(f), f.leaseName,
+		leClient.CoreV1(), leClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return false, fmt.Errorf("creating the leader election lock: %w", err)
+	}
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	srv.AddHealthCheck(server.Check{Name: "leader-election", Check: watchdog.Check})
+
+	var wg sync.WaitGroup
+	var lostLease bool
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   f.leaseDuration,
+		RenewDeadline:   f.renewDeadline,
+		RetryPeriod:     f.retryPeriod,
+		ReleaseOnCancel: true,
+		WatchDog:        watchdog,
+		Name:            f.leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				wg.Add(1)
+				defer wg.Done()
+				logger.Info("Became the leader; starting the controller", "identity", id)
+				run(ctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lostLease = true
+					logger.Error(nil, "Lost the leader election lease; stopping the controller", "identity", id)
+				}
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Another replica leads; standing by", "leader", identity)
+				}
+			},
+		},
+	})
+	wg.Wait()
+	return lostLease, nil
+}
+
+// leaseNamespace is --leader-elect-namespace, else the Pod's namespace, else "default".
+func leaseNamespace(f *controllerFlags) string {
+	if f.leaseNS != "" {
+		return f.leaseNS
+	}
+	if data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(data)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}
+
+// firstErr returns the HTTP listener's error if it already ended with one.
+func firstErr(errs chan error) error {
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }

@@ -29,7 +29,8 @@ func TestControllerCommandAttachesAndExitsCleanly(t *testing.T) {
 
 	var out bytes.Buffer
 	cmd := exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--workers", "2",
-		"--kube-api-qps", "50", "--kube-api-burst", "100", "--max-wait-for-unmount", "1m", "-v", "2")
+		"--kube-api-qps", "50", "--kube-api-burst", "100", "--max-wait-for-unmount", "1m", "-v", "2",
+		"--http-addr", "127.0.0.1:0", "--leader-elect-namespace", "default", "--logging-format", "json")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting adc controller: %v", err)
@@ -86,8 +87,8 @@ func TestControllerCommandAttachesAndExitsCleanly(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("adc controller did not exit within 15s of SIGTERM")
 	}
-	if !strings.Contains(out.String(), "Created VolumeAttachment") {
-		t.Errorf("the -v 2 log does not mention the attach:\n%s", out.String())
+	if !strings.Contains(out.String(), `"msg":"Created VolumeAttachment"`) {
+		t.Errorf("the -v 2 JSON log does not mention the attach:\n%s", out.String())
 	}
 }
 
