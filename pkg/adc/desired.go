@@ -105,34 +105,3 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	}
 	return pairs
 }
-
-// fillInTreeIdentity gives the pairs of migratable in-tree volumes that were not decided
-// in-tree (csi, csi-no-attach, wait, error) their in-tree unique name, so that an attachment
-// the in-tree plugin made before the node migrated is found and kept, neither detached nor
-// attached again through CSI (kubernetes#98687), and never detached while the pair is held.
-// Decision.InTreeUniqueName is documented for this but the decision engine does not set it
-// yet; asking the engine for the in-tree decision of the same volume (its plugin's migration
-// off, no node objects) yields the same name. That costs a second translation, so it is only
-// done on nodes that have in-tree attachments, and not at all once the engine sets the field.
-func fillInTreeIdentity(pairs []*pair, atts []*attachment, node string) {
-	hasInTree := false
-	for _, a := range atts {
-		if a.inTree != nil {
-			hasInTree = true
-			break
-		}
-	}
-	if !hasInTree {
-		return
-	}
-	for _, p := range pairs {
-		if p.ids.inTreeUnique != "" || p.d.InTreePlugin == "" || (p.pv == nil && p.inline == nil) {
-			continue
-		}
-		cfg := migration.Config{Modes: map[string]migration.Mode{p.d.InTreePlugin: migration.ModeOff}, NodeSource: migration.NodeSourceCSINode}
-		d := migration.Decide(&cfg, &migration.Input{PV: p.pv, InlineVolume: p.inline, PodNamespace: p.pod.Namespace, NodeName: node})
-		if d.Mechanism == migration.MechanismInTree {
-			p.ids.inTreeUnique = d.UniqueName
-		}
-	}
-}

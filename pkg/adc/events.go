@@ -11,6 +11,8 @@ const (
 	ReasonFailedAttach = "FailedAttachVolume"
 	// ReasonWaitingForNode: the node has not reported its migration state yet.
 	ReasonWaitingForNode = "WaitingForNodeMigrationState"
+	// ReasonWaitingForClaim: the pod's claim is missing, unbound, or bound to a missing PV.
+	ReasonWaitingForClaim = "WaitingForVolumeBinding"
 	// ReasonDecisionError: the attach cannot be decided safely (bad volume, version skew).
 	ReasonDecisionError = "AttachDecisionError"
 	// ReasonNoInTreeAttacher: the node is not migrated and no in-tree attacher is available.

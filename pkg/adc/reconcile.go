@@ -67,7 +67,6 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	pairs := c.desiredPairs(node)
 	atts := c.actualAttachments(node, now)
-	fillInTreeIdentity(pairs, atts, name)
 	idx := indexAttachments(atts)
 	toCreate := 0
 	for _, p := range pairs {
@@ -205,6 +204,8 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	r.retryIn(next.Sub(r.now))
 	reason := ReasonDecisionError
 	switch {
+	case p.d.Mechanism == migration.MechanismWait && p.pv == nil && p.inline == nil:
+		reason = ReasonWaitingForClaim
 	case p.d.Mechanism == migration.MechanismWait:
 		reason = ReasonWaitingForNode
 	case p.d.Mechanism == migration.MechanismInTree:
