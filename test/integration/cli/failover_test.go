@@ -49,8 +49,8 @@ func startReplica(t *testing.T, name, leaseName string, lease time.Duration) *re
 	r := &replica{name: name, out: &syncBuffer{}}
 	r.cmd = exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--http-addr", "127.0.0.1:0",
 		"--leader-elect-namespace", "default", "--leader-elect-lease-name", leaseName,
-		"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease*3/4).String(),
-		"--leader-elect-retry-period", (lease/8).String(), "--workers", "2", "-v", "2")
+		"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 3 / 4).String(),
+		"--leader-elect-retry-period", (lease / 8).String(), "--workers", "2", "-v", "2")
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("starting replica %s: %v", name, err)
