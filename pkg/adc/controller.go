@@ -69,6 +69,7 @@ type Controller struct {
 
 	mu    sync.Mutex
 	world *world
+	ops   recentOperations
 
 	snapMu   sync.RWMutex
 	snapshot map[string][]PairState

@@ -45,9 +45,11 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 		go func(j createJob) {
 			defer wg.Done()
 			defer func() { <-slot }()
+			r.c.startOp(OperationAttach, j.va, j.pair, r.now)
 			err := r.c.attachments.Create(ctx, j.va)
 			r.c.decCreating(r.node.Name)
 			if err != nil {
+				r.c.abortOp(j.va.Name)
 				r.c.unexpectVA(j.va, j.pair.ids.sourceKey)
 				mu.Lock()
 				r.errs = append(r.errs, err)

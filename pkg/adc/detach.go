@@ -35,6 +35,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
 		return
 	}
+	forced := ""
 	if inUse, why := volumeInUse(r.node, a); inUse {
 		force, forceWhy, wait := r.c.forceDetach(r.node, r.now)
 		if !force {
@@ -49,6 +50,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), r.node.Name, forceWhy, why)
 		r.c.eventOnce(r.node, "node:"+r.node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
 		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
+		forced = forcedLabel(r.node)
 	}
 	if a.uniqueName != "" && listed(r.node, a.uniqueName) {
 		r.c.markDetaching(r.node.Name, a.uniqueName)
@@ -56,16 +58,32 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		return
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
-	r.detach(ctx, a)
+	r.detach(ctx, a, forced)
 }
 
-// detach deletes the VolumeAttachment or calls the in-tree detacher.
-func (r *nodeRun) detach(ctx context.Context, a *attachment) {
+// forcedLabel is the forced-detach metric reason for a node that allows a forced detach.
+func forcedLabel(node *v1.Node) string {
+	for _, t := range node.Spec.Taints {
+		if t.Key == OutOfServiceTaint {
+			return ForcedDetachOutOfService
+		}
+	}
+	return ForcedDetachNotReady
+}
+
+// detach deletes the VolumeAttachment or calls the in-tree detacher. forced is the reason
+// label when the detach is forced, empty otherwise.
+func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 	logger := klog.FromContext(ctx)
 	if a.va != nil {
+		r.c.startOp(OperationDetach, a.va, nil, r.now)
 		if err := r.c.attachments.Delete(ctx, a.va.Name, a.va.UID); err != nil {
+			r.c.abortOp(a.va.Name)
 			r.errs = append(r.errs, err)
 			return
+		}
+		if forced != "" {
+			r.c.forced(forced)
 		}
 		r.c.requestedDelete(a.va.Name, r.now)
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
@@ -78,9 +96,15 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment) {
 		r.errs = append(r.errs, fmt.Errorf("in-tree volume %s on node %s is no longer used but this adc has no in-tree attacher to detach it: run adc inside a host that provides one, or detach it by hand", a.uniqueName, r.node.Name))
 		return
 	}
-	if err := attacher.Detach(ctx, a.inTree.volume, r.node.Name); err != nil {
+	start := r.c.opts.Clock.Now()
+	err := attacher.Detach(ctx, a.inTree.volume, r.node.Name)
+	r.c.completedInTree(OperationDetach, r.node.Name, a.inTree.volume, start, err)
+	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.uniqueName, r.node.Name, err))
 		return
+	}
+	if forced != "" {
+		r.c.forced(forced)
 	}
 	logger.V(2).Info("Detached in-tree volume", "uniqueName", a.uniqueName)
 	for _, n := range r.c.forgetInTree(r.node.Name, a.uniqueName) {
@@ -172,7 +196,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		}
 		c.recorder.Eventf(va, v1.EventTypeWarning, ReasonForcedDetach, "Force-detaching: node %s was deleted", name)
 		logger.Info("Force-detaching volume of deleted node", "volumeAttachment", klog.KObj(va))
-		r.detach(ctx, &attachment{va: va, driver: va.Spec.Attacher})
+		r.detach(ctx, &attachment{va: va, driver: va.Spec.Attacher}, ForcedDetachNodeDeleted)
 	}
 	c.mu.Lock()
 	var inTree []inTreeAttachment
@@ -182,7 +206,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	c.mu.Unlock()
 	for i := range inTree {
 		it := inTree[i]
-		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName})
+		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName}, ForcedDetachNodeDeleted)
 	}
 	if len(r.errs) == 0 && len(objs) == 0 {
 		c.forgetNode(name)

@@ -143,12 +143,14 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj interface{}) {
 			if va, ok := obj.(*storagev1.VolumeAttachment); ok {
 				c.observedVA(va)
+				c.vaChanged(va)
 				c.enqueueNode(va.Spec.NodeName)
 			}
 		},
 		UpdateFunc: func(_, cur interface{}) {
 			if va, ok := cur.(*storagev1.VolumeAttachment); ok {
 				c.observedVA(va)
+				c.vaChanged(va)
 				c.enqueueNode(va.Spec.NodeName)
 			}
 		},
@@ -157,6 +159,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
+			c.vaDeleted(va)
 			for _, node := range c.goneVA(va) {
 				c.enqueueNode(node)
 			}

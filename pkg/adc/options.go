@@ -36,6 +36,8 @@ type Options struct {
 	// controller's clientset.
 	Attachments volumeattach.AttachmentWriter
 	NodeStatus  volumeattach.StatusWriter
+	// Observer is told about finished operations and forced detaches (metrics); optional.
+	Observer Observer
 	// Recorder records Events; nil means a recorder for component "adc" on the clientset.
 	Recorder record.EventRecorder
 	// Clock is injectable so tests can drive backoff and force-detach timing.

@@ -240,7 +240,9 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		return
 	}
 	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
+	start := r.c.opts.Clock.Now()
 	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
+	r.c.completedInTree(OperationAttach, r.node.Name, vol, start, err)
 	r.c.release(p.ids.sourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)

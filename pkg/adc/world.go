@@ -40,6 +40,10 @@ type world struct {
 	// unlistedSince is when the oldest attached-but-unlisted volume of a node was first seen
 	// by the status worker, to bound how long coalescing may delay it.
 	unlistedSince map[string]time.Time
+	// attaching and detachingOps are CSI operations under way, by VolumeAttachment name,
+	// ended by the informer for the recent-operations list and metrics.
+	attaching    map[string]*pendingOp
+	detachingOps map[string]*pendingOp
 }
 
 type inTreeAttachment struct {
@@ -76,6 +80,8 @@ func newWorld() *world {
 		events:          map[eventKey]string{},
 		creating:        map[string]int{},
 		unlistedSince:   map[string]time.Time{},
+		attaching:       map[string]*pendingOp{},
+		detachingOps:    map[string]*pendingOp{},
 	}
 }
 

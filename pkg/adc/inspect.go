@@ -1,0 +1,35 @@
+package adc
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+// Config returns the migration configuration the controller decides with.
+func (c *Controller) Config() migration.Config { return c.opts.Migration }
+
+// ManagedNodes returns, from the informer caches, every node the controller manages with
+// the objects that say its migration state, sorted by name; the rollout view counts nodes
+// migrated per plugin from them.
+func (c *Controller) ManagedNodes() []migration.NodeObjects {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	out := make([]migration.NodeObjects, 0, len(nodes))
+	for _, n := range nodes {
+		if !managed(n) {
+			continue
+		}
+		obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.get(n.Name)}
+		if cn, err := c.csiNodes.Get(n.Name); err == nil {
+			obj.CSINode = cn
+		}
+		out = append(out, obj)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,189 @@
+package adc
+
+import (
+	"sync"
+	"time"
+
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+// OperationKind is attach or detach.
+type OperationKind string
+
+const (
+	// OperationAttach: from the attach request (VolumeAttachment create, in-tree Attach) until
+	// the volume is attached (status.attached, or the in-tree call returned).
+	OperationAttach OperationKind = "attach"
+	// OperationDetach: from the detach request until the VolumeAttachment is gone or the
+	// in-tree Detach returned.
+	OperationDetach OperationKind = "detach"
+)
+
+// Operation is one finished attach or detach, for metrics and the dashboard.
+type Operation struct {
+	Kind   OperationKind
+	Node   string
+	Volume string // unique name, or VolumeAttachment name when the unique name is unknown
+	// Plugin is the volume plugin in upstream's metric terms: the in-tree plugin name for
+	// in-tree and migrated volumes, kubernetes.io/csi:<driver> for native CSI volumes.
+	Plugin    string
+	Mechanism migration.Mechanism
+	// Migrated is true for an in-tree volume attached through its CSI driver.
+	Migrated bool
+	Started  time.Time
+	Duration time.Duration
+	// Err is the failure message; empty for success.
+	Err string
+}
+
+// Observer is told about finished operations and forced detaches, as they happen; the
+// metrics package implements it. Calls must not block.
+type Observer interface {
+	OperationCompleted(Operation)
+	ForcedDetach(reason string)
+}
+
+// ForcedDetachReason values label the forced detach counter.
+const (
+	ForcedDetachOutOfService = "out-of-service"
+	ForcedDetachNotReady     = "timeout"
+	ForcedDetachNodeDeleted  = "node-deleted"
+)
+
+// recentOperations is a fixed-size ring of the last operations.
+type recentOperations struct {
+	mu   sync.Mutex
+	ring []Operation
+	next int
+	full bool
+}
+
+const recentOperationsSize = 200
+
+func (r *recentOperations) add(op Operation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ring == nil {
+		r.ring = make([]Operation, recentOperationsSize)
+	}
+	r.ring[r.next] = op
+	r.next = (r.next + 1) % len(r.ring)
+	if r.next == 0 {
+		r.full = true
+	}
+}
+
+// list returns the operations newest first.
+func (r *recentOperations) list() []Operation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.next
+	if r.full {
+		n = len(r.ring)
+	}
+	out := make([]Operation, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, r.ring[(r.next-i+len(r.ring))%len(r.ring)])
+	}
+	return out
+}
+
+// RecentOperations returns the last finished attach and detach operations, newest first.
+func (c *Controller) RecentOperations() []Operation { return c.ops.list() }
+
+// pendingOp is an operation under way, waiting for the informer to show its end.
+type pendingOp struct {
+	op Operation
+}
+
+func (c *Controller) completed(op Operation) {
+	c.ops.add(op)
+	if c.opts.Observer != nil {
+		c.opts.Observer.OperationCompleted(op)
+	}
+}
+
+func (c *Controller) forced(reason string) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.ForcedDetach(reason)
+	}
+}
+
+// startOp records the start of a CSI attach or detach; the VolumeAttachment informer ends it.
+func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment, p *pair, now time.Time) {
+	op := Operation{Kind: kind, Node: va.Spec.NodeName, Volume: va.Name, Plugin: CSIPluginLabel(va.Spec.Attacher), Mechanism: migration.MechanismCSI, Started: now}
+	if p != nil {
+		op.Volume = p.ids.csiUnique
+		if p.d.InTreePlugin != "" {
+			op.Plugin, op.Migrated = p.d.InTreePlugin, true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kind == OperationAttach {
+		c.world.attaching[va.Name] = &pendingOp{op: op}
+	} else {
+		if prev := c.world.attaching[va.Name]; prev != nil {
+			op.Plugin, op.Migrated, op.Volume = prev.op.Plugin, prev.op.Migrated, prev.op.Volume
+		}
+		c.world.detachingOps[va.Name] = &pendingOp{op: op}
+	}
+}
+
+// abortOp forgets an operation whose request failed before it started.
+func (c *Controller) abortOp(vaName string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.world.attaching, vaName)
+	delete(c.world.detachingOps, vaName)
+}
+
+// completedInTree records a synchronous in-tree attach or detach.
+func (c *Controller) completedInTree(kind OperationKind, node string, vol InTreeVolume, start time.Time, err error) {
+	op := Operation{Kind: kind, Node: node, Volume: vol.UniqueName, Plugin: vol.Plugin, Mechanism: migration.MechanismInTree,
+		Started: start, Duration: c.opts.Clock.Since(start)}
+	if err != nil {
+		op.Err = err.Error()
+	}
+	c.completed(op)
+}
+
+// CSIPluginLabel is the volume_plugin label of a native CSI volume, as upstream reports it.
+func CSIPluginLabel(driver string) string { return "kubernetes.io/csi:" + driver }
+
+// vaChanged ends an attach when the informer shows the VolumeAttachment attached or failed.
+func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	p := c.world.attaching[va.Name]
+	if p == nil || (!va.Status.Attached && va.Status.AttachError == nil) {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.world.attaching, va.Name)
+	c.mu.Unlock()
+	op := p.op
+	op.Duration = now.Sub(op.Started)
+	if !va.Status.Attached {
+		op.Err = va.Status.AttachError.Message
+	}
+	c.completed(op)
+}
+
+// vaDeleted ends a detach when the VolumeAttachment is gone.
+func (c *Controller) vaDeleted(va *storagev1.VolumeAttachment) {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	p := c.world.detachingOps[va.Name]
+	delete(c.world.detachingOps, va.Name)
+	delete(c.world.attaching, va.Name)
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	op := p.op
+	op.Duration = now.Sub(op.Started)
+	c.completed(op)
+}
