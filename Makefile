@@ -16,12 +16,16 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/integration)
 
-.PHONY: all build test unit-test integration-test envtest-assets kcm-assets lint clean
+.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets lint clean
 
 all: build
 
 build:
 	$(GO) build -o bin/adc ./cmd/adc
+
+# The one-command tour: a local control plane seeded mid-rollout, the controller converging.
+demo: envtest-assets build
+	bin/adc demo $(DEMO_FLAGS)
 
 test: unit-test integration-test
 

@@ -1,0 +1,114 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/test/simulator"
+)
+
+// seed creates the nodes (all but the late CSINode), CSIDrivers, volumes, claims and pods.
+func seed(ctx context.Context, c kubernetes.Interface) error {
+	kubelet := simulator.Kubelet{Client: c}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	for _, n := range nodes {
+		if _, err := kubelet.RegisterNode(ctx, n.name, true); err != nil {
+			return err
+		}
+		if n.migrated != "-" {
+			if err := kubelet.ReportCSINode(ctx, n.name, n.migrated, n.drivers...); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range noAttachDrivers {
+		if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: d},
+			Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CSIDriver %s: %w", d, err)
+		}
+	}
+	claims := map[string]bool{}
+	for _, w := range workloads {
+		vol := v1.Volume{Name: "data"}
+		switch w.kind {
+		case inlineGCE:
+			vol.GCEPersistentDisk = &v1.GCEPersistentDiskVolumeSource{PDName: w.claim}
+		case configMap:
+			vol.ConfigMap = &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}}
+		default:
+			if !claims[w.claim] {
+				claims[w.claim] = true
+				if err := boundClaim(ctx, c, w); err != nil {
+					return err
+				}
+			}
+			vol.PersistentVolumeClaim = &v1.PersistentVolumeClaimVolumeSource{ClaimName: w.claim}
+		}
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: w.pod, Namespace: Namespace},
+			Spec: v1.PodSpec{
+				NodeName:   w.node,
+				Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+				Volumes:    []v1.Volume{vol},
+			},
+		}
+		if _, err := c.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", w.pod, err)
+		}
+	}
+	return nil
+}
+
+// boundClaim creates a PV for the workload and a claim bound to it, as the PV controller
+// (which the local control plane does not run) would.
+func boundClaim(ctx context.Context, c kubernetes.Interface, w workload) error {
+	pvName := "pv-" + w.claim
+	claim, err := c.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: w.claim, Namespace: Namespace},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: w.modes,
+			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("10Gi")}},
+			VolumeName:  pvName,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating claim %s: %w", w.claim, err)
+	}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes: w.modes,
+			ClaimRef:    &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: Namespace, Name: claim.Name, UID: claim.UID},
+		},
+	}
+	switch w.kind {
+	case gcePD:
+		pv.Labels = map[string]string{v1.LabelTopologyZone: "europe-west1-b"}
+		pv.Spec.GCEPersistentDisk = &v1.GCEPersistentDiskVolumeSource{PDName: "disk-" + w.claim}
+	case awsEBS:
+		pv.Labels = map[string]string{v1.LabelTopologyZone: "eu-west-1a"}
+		pv.Spec.AWSElasticBlockStore = &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://eu-west-1a/vol-" + w.claim}
+	case portworx:
+		pv.Spec.PortworxVolume = &v1.PortworxVolumeSource{VolumeID: "px-" + w.claim}
+	case nativeCSI:
+		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: w.driver, VolumeHandle: "vol-" + w.claim}
+	}
+	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating PV %s: %w", pvName, err)
+	}
+	claim.Status.Phase = v1.ClaimBound
+	if _, err := c.CoreV1().PersistentVolumeClaims(Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("binding claim %s: %w", w.claim, err)
+	}
+	return nil
+}
