@@ -29,7 +29,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/metrics"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/server"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -149,6 +151,11 @@ func runController(parent context.Context, f *controllerFlags) error {
 	if err != nil {
 		return err
 	}
+	adcMetrics, err := metrics.Legacy()
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	opts.Observer = adcMetrics
 	base, err := restConfig(f.kubeconfig, 0, 0)
 	if err != nil {
 		return err
@@ -175,7 +182,8 @@ func runController(parent context.Context, f *controllerFlags) error {
 	logger := klog.Background().WithName("adc")
 	ctx = klog.NewContext(ctx, logger)
 
-	// The controller of the current leadership term, for the readiness check.
+	// The controller of the current leadership term, for the readiness check, the state
+	// metrics and the dashboard.
 	var (
 		mu      sync.Mutex
 		current *adc.Controller
@@ -190,6 +198,17 @@ func runController(parent context.Context, f *controllerFlags) error {
 		}
 		return nil // a standby replica is ready: it is healthy and waiting for the lease
 	}})
+	// State metrics and the dashboard describe the controller of the current leadership
+	// term; a standby replica exports no state metrics and shows a standby page.
+	currentView := func() rollout.ControllerView {
+		mu.Lock()
+		defer mu.Unlock()
+		if current == nil {
+			return nil
+		}
+		return current
+	}
+	serveRollout(srv, adcMetrics, opts.Migration, currentView)
 	serveErr := make(chan error, 1)
 	if f.httpAddr != "" {
 		l, err := server.Listen(f.httpAddr)

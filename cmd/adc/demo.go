@@ -15,6 +15,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/internal/demo"
+	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/metrics"
+	"github.com/migration-aware/adc/pkg/rollout"
+	"github.com/migration-aware/adc/pkg/server"
 )
 
 func init() { subcommands = append(subcommands, newDemoCommand) }
@@ -40,8 +44,15 @@ not converge within --timeout. With --serve it keeps running with the dashboard 
 			defer stop()
 			o.Out = cmd.OutOrStdout()
 			o.Interactive = term.IsTerminal(int(os.Stdout.Fd()))
-			o.Register = registerDashboard
-			err := demo.Run(ctx, o)
+			m, err := metrics.Legacy()
+			if err != nil {
+				return fmt.Errorf("registering metrics: %w", err)
+			}
+			o.Observer = m
+			o.Register = func(srv *server.Server, ctrl *adc.Controller) {
+				serveRollout(srv, m, ctrl.Config(), func() rollout.ControllerView { return ctrl })
+			}
+			err = demo.Run(ctx, o)
 			if errors.Is(err, demo.ErrNotConverged) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "controller log: %s\n", logFile)
 			}

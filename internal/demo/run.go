@@ -33,6 +33,8 @@ type Options struct {
 	Serve bool
 	// HTTPAddr is the listener's address when Serve is set.
 	HTTPAddr string
+	// Observer receives the controller's operations (metrics).
+	Observer adc.Observer
 	// Register adds pages (the dashboard) to the listener for the running controller.
 	Register func(srv *server.Server, ctrl *adc.Controller)
 	// Interactive redraws the progress bar in place; otherwise a line is printed per change.
@@ -67,7 +69,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	inTree := &simulator.InTreeAttacher{Delay: o.AttachDelay}
 	factory := informers.NewSharedInformerFactory(c, 0)
-	ctrl, err := adc.New(c, cp.Dynamic, factory, adc.Options{Migration: Migration(), InTreeAttacher: inTree, NodeStatusMaxDelay: 200 * time.Millisecond})
+	ctrl, err := adc.New(c, cp.Dynamic, factory, adc.Options{Migration: Migration(), InTreeAttacher: inTree, NodeStatusMaxDelay: 200 * time.Millisecond, Observer: o.Observer})
 	if err != nil {
 		return err
 	}

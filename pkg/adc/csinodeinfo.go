@@ -53,16 +53,6 @@ func (s *csiNodeInfoSource) get(name string) *csinodeinfo.CSINodeInfo {
 	return info
 }
 
-// ready reports whether CSINodeInfo objects are being read.
-func (s *csiNodeInfoSource) ready() bool {
-	if s == nil {
-		return false
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.indexer != nil
-}
-
 // run waits for the CRD to be served, then runs an informer for it until ctx ends.
 func (s *csiNodeInfoSource) run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", csinodeinfo.GroupVersionResource.String())

@@ -71,9 +71,9 @@ func realisticGCEPV() *v1.PersistentVolume {
 	pv.Labels["topology.kubernetes.io/region"] = "us-central1"
 	pv.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/bound-by-controller":{},"f:pv.kubernetes.io/provisioned-by":{}},"f:finalizers":{".":{},"v:\"kubernetes.io/pv-protection\"":{}},"f:labels":{".":{},"f:topology.kubernetes.io/region":{},"f:topology.kubernetes.io/zone":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:claimRef":{},"f:gcePersistentDisk":{".":{},"f:fsType":{},"f:pdName":{}},"f:nodeAffinity":{".":{},"f:required":{}},"f:persistentVolumeReclaimPolicy":{},"f:storageClassName":{},"f:volumeMode":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:pv.kubernetes.io/bound-by-controller":{},"f:pv.kubernetes.io/provisioned-by":{}},"f:finalizers":{".":{},"v:\"kubernetes.io/pv-protection\"":{}},"f:labels":{".":{},"f:topology.kubernetes.io/region":{},"f:topology.kubernetes.io/zone":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},"f:claimRef":{},"f:gcePersistentDisk":{".":{},"f:fsType":{},"f:pdName":{}},"f:nodeAffinity":{".":{},"f:required":{}},"f:persistentVolumeReclaimPolicy":{},"f:storageClassName":{},"f:volumeMode":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)},
 	}
 	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse("100Gi")}
 	pv.Spec.StorageClassName = "standard"

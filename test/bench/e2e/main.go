@@ -47,6 +47,8 @@ type config struct {
 	jsonOut       string
 	steadyWindow  time.Duration
 	attachWorkers int
+	attachBatches int
+	parallel      int
 }
 
 // Result is what one run measured; -json writes it.
@@ -76,6 +78,8 @@ func main() {
 	flag.DurationVar(&c.steadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
 	flag.IntVar(&c.attachWorkers, "attacher-workers", 16, "simulated external-attacher workers")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file")
+	flag.IntVar(&c.attachBatches, "attach-batches", 0, "controller AttachBatches (0: default)")
+	flag.IntVar(&c.parallel, "parallel-creates", 0, "controller MaxParallelCreatesPerNode (0: default)")
 	klog.InitFlags(nil)
 	flag.Parse()
 	res, err := run(c)
@@ -216,8 +220,10 @@ func run(c config) (*Result, error) {
 	ctrlCfg, statusCfg := volumeattach.PrioritizedConfigs(base, float32(c.qps), c.burst)
 	ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
 	opts := adc.Options{
-		NodeStatusMaxDelay: c.statusDelay,
-		NodeStatus:         &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
+		NodeStatusMaxDelay:        c.statusDelay,
+		AttachBatches:             c.attachBatches,
+		MaxParallelCreatesPerNode: c.parallel,
+		NodeStatus:                &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
 	}
 	factory := informers.NewSharedInformerFactory(ctrlClient, 0)
 	ctrl, err := adc.New(ctrlClient, nil, factory, opts)

@@ -1,0 +1,86 @@
+package dashboard
+
+import (
+	"bytes"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/pkg/rollout"
+	"github.com/migration-aware/adc/pkg/server"
+)
+
+// Paths the dashboard serves.
+const (
+	PagePath   = "/"
+	APIPath    = "/api/v1/rollout"
+	StaticPath = "/static/"
+)
+
+// contentSecurityPolicy allows only the page's own stylesheet, script and fetches: even if
+// some value escaped escaping, no inline script could run.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(funcs()).ParseFS(templatesFS, "templates/page.html.tmpl"))
+
+// Register adds the dashboard to srv: GET / (the page), GET /api/v1/rollout (the same report
+// as JSON, schema in docs/rollout-api.md) and GET /static/ (its CSS and JavaScript). source
+// is called once per request and must be safe for concurrent use; it returns the report to
+// show, e.g. rollout.FromController of the current controller, or rollout.Standby.
+func Register(srv *server.Server, source func() rollout.Report) {
+	srv.Handle("GET "+PagePath+"{$}", pageHandler(source))
+	srv.Handle("GET "+APIPath, apiHandler(source))
+	srv.Handle("GET "+StaticPath, staticHandler())
+}
+
+func securityHeaders(w http.ResponseWriter, contentType string) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+}
+
+func pageHandler(source func() rollout.Report) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		if err := pageTemplate.Execute(&buf, newPage(source())); err != nil {
+			klog.FromContext(r.Context()).Error(err, "Rendering the dashboard")
+			http.Error(w, "rendering the dashboard failed; see the controller's log", http.StatusInternalServerError)
+			return
+		}
+		securityHeaders(w, "text/html; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	})
+}
+
+func apiHandler(source func() rollout.Report) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		if err := rollout.RenderJSON(&buf, source()); err != nil {
+			klog.FromContext(r.Context()).Error(err, "Encoding the rollout report")
+			http.Error(w, "encoding the rollout report failed; see the controller's log", http.StatusInternalServerError)
+			return
+		}
+		securityHeaders(w, "application/json; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	})
+}
+
+// staticHandler serves the embedded files, without directory listings.
+func staticHandler() http.Handler {
+	files := http.StripPrefix(StaticPath, http.FileServer(http.FS(staticFS)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}

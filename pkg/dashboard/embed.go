@@ -1,0 +1,25 @@
+package dashboard
+
+import (
+	"embed"
+	"io/fs"
+)
+
+// templatesFS holds the page template; staticFS the CSS and JavaScript served under /static/.
+//
+//go:embed templates/page.html.tmpl
+var templatesFS embed.FS
+
+//go:embed static
+var embedded embed.FS
+
+// staticFS is the static folder's content, rooted so /static/dashboard.css maps to it.
+var staticFS = mustSub(embedded, "static")
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic("dashboard: embedded folder " + dir + ": " + err.Error())
+	}
+	return sub
+}

@@ -1,0 +1,148 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"time"
+
+	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/rollout"
+)
+
+// refreshSeconds is how often the page re-fetches itself with JavaScript on;
+// noScriptRefreshSeconds how often it reloads with JavaScript off.
+const (
+	refreshSeconds         = 5
+	noScriptRefreshSeconds = 30
+)
+
+// maxRows bounds each list on the page, so a cluster with thousands of held pairs still
+// gets a page a browser renders quickly; the JSON API always has every entry.
+const maxRows = 200
+
+// page is what the template renders: the report plus values computed for display, so the
+// template holds no arithmetic.
+type page struct {
+	rollout.Report
+	Plugins        []pluginRow
+	Mechanisms     []mechanismTile
+	Pairs          int
+	RefreshSeconds int
+	NoScriptReload int
+	// HeldShown, ProblemsShown and NotesShown are the first maxRows entries of each list;
+	// the *Hidden counts say how many more the JSON API has.
+	HeldShown                               []rollout.HeldPair
+	ProblemsShown                           []rollout.Problem
+	NotesShown                              []rollout.NodeNote
+	HeldHidden, ProblemsHidden, NotesHidden int
+}
+
+// pluginRow is one rollout bar. The percentages are SVG widths in a 100-unit view box.
+type pluginRow struct {
+	rollout.PluginRollout
+	MigratedPct, NotMigratedPct, UnknownPct float64
+	ModeHint                                string
+}
+
+// mechanismTile is one mechanism's pair count.
+type mechanismTile struct {
+	Mechanism migration.Mechanism
+	Count     int
+	Hint      string
+}
+
+var mechanismHints = map[migration.Mechanism]string{
+	migration.MechanismCSI:           "VolumeAttachment through the CSI driver",
+	migration.MechanismCSINoAttach:   "CSI driver without an attach phase",
+	migration.MechanismInTree:        "in-tree volume plugin",
+	migration.MechanismNotAttachable: "no attach phase (configMap, emptyDir, ...)",
+	migration.MechanismWait:          "held: node or claim not ready yet",
+	migration.MechanismError:         "held: cannot decide safely",
+}
+
+var modeHints = map[migration.Mode]string{
+	migration.ModeOff:      "in-tree everywhere; a node reporting it migrated is version skew",
+	migration.ModeOn:       "each node decides through what it reports",
+	migration.ModeComplete: "CSI everywhere; nodes are not consulted",
+}
+
+func newPage(r rollout.Report) page {
+	p := page{Report: r, RefreshSeconds: refreshSeconds, NoScriptReload: noScriptRefreshSeconds}
+	p.HeldShown, p.HeldHidden = firstRows(r.Held)
+	p.ProblemsShown, p.ProblemsHidden = firstRows(r.Problems)
+	p.NotesShown, p.NotesHidden = firstRows(r.Notes)
+	for _, pr := range r.Plugins {
+		row := pluginRow{PluginRollout: pr, ModeHint: modeHints[pr.Mode]}
+		if pr.NodesTotal > 0 {
+			total := float64(pr.NodesTotal)
+			row.MigratedPct = percent(pr.NodesMigrated, total)
+			row.NotMigratedPct = percent(pr.NodesNotMigrated, total)
+			row.UnknownPct = percent(pr.NodesUnknown, total)
+		}
+		p.Plugins = append(p.Plugins, row)
+	}
+	for _, m := range migration.Mechanisms {
+		p.Mechanisms = append(p.Mechanisms, mechanismTile{Mechanism: m, Count: r.VolumesByMechanism[m], Hint: mechanismHints[m]})
+		p.Pairs += r.VolumesByMechanism[m]
+	}
+	return p
+}
+
+// firstRows returns at most maxRows entries and how many were left out.
+func firstRows[T any](list []T) ([]T, int) {
+	if len(list) <= maxRows {
+		return list, 0
+	}
+	return list[:maxRows], len(list) - maxRows
+}
+
+func percent(n int, total float64) float64 {
+	return float64(int(float64(n)*1000/total+0.5)) / 10
+}
+
+// funcs are the template's formatting helpers. None returns template.HTML: every value stays
+// subject to contextual escaping.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"num":      func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
+		"add":      func(a, b float64) float64 { return a + b },
+		"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"relative": relative,
+		"due":      due,
+		"seconds":  formatSeconds,
+		"ptr":      func(t time.Time) *time.Time { return &t },
+	}
+}
+
+// relative renders t relative to now: "1m30s ago", "in 4s", or "-" when t is unknown.
+func relative(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now).Round(time.Second)
+	switch {
+	case d > 0:
+		return "in " + d.String()
+	case d < 0:
+		return (-d).String() + " ago"
+	}
+	return "now"
+}
+
+// due renders a next-retry time: "in 4s", "due" once it has passed, "-" when unknown.
+func due(t *time.Time, now time.Time) string {
+	if t != nil && !t.IsZero() && !t.After(now) {
+		return "due"
+	}
+	return relative(t, now)
+}
+
+// formatSeconds renders an operation duration: milliseconds below a second.
+func formatSeconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}

@@ -1,0 +1,46 @@
+package metrics
+
+// Metric names, for tests, documentation and dashboards. Upstream names first.
+const (
+	// TotalVolumesName counts volumes in the desired and actual state of world per plugin.
+	TotalVolumesName = "attachdetach_controller_total_volumes"
+	// OperationDurationName is the attach/detach latency histogram.
+	OperationDurationName = "storage_operation_duration_seconds"
+	// ForcedDetachesName counts forced detaches per reason.
+	ForcedDetachesName = "attachdetach_controller_forced_detaches"
+
+	// NodesName counts managed nodes per in-tree plugin and node migration state.
+	NodesName = "adc_migration_nodes"
+	// ModeName is 1 for each in-tree plugin's configured migration mode.
+	ModeName = "adc_migration_mode"
+	// DecisionsName counts (pod volume, node) pairs per plugin and mechanism.
+	DecisionsName = "adc_decisions"
+	// HeldPairsName counts held pairs per mechanism.
+	HeldPairsName = "adc_held_pairs"
+	// HeldOldestAgeName is the age of the oldest held pair per mechanism.
+	HeldOldestAgeName = "adc_held_pairs_oldest_age_seconds"
+	// HeldRetriesName sums the backoff retries of the held pairs per mechanism.
+	HeldRetriesName = "adc_held_pairs_retries"
+	// MultiAttachName counts pairs waiting because a ReadWriteOnce volume is attached elsewhere.
+	MultiAttachName = "adc_multi_attach_blocked_pairs"
+	// VersionSkewName counts pairs held because of version skew.
+	VersionSkewName = "adc_version_skew_pairs"
+)
+
+// Label values of upstream's metrics.
+const (
+	// StateDesired and StateActual are the state label values of TotalVolumesName.
+	StateDesired = "desired_state_of_world"
+	StateActual  = "actual_state_of_world"
+	// OperationAttach and OperationDetach are the operation_name label values.
+	OperationAttach = "volume_attach"
+	OperationDetach = "volume_detach"
+	// StatusSuccess and StatusFailUnknown are the status label values, as upstream.
+	StatusSuccess     = "success"
+	StatusFailUnknown = "fail-unknown"
+	// UnknownPlugin labels a volume whose plugin is not known (an unresolved claim).
+	UnknownPlugin = "N/A"
+)
+
+// OperationBuckets are upstream's storage_operation_duration_seconds buckets.
+var OperationBuckets = []float64{.1, .25, .5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600}

@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"strconv"
+
+	k8smetrics "k8s.io/component-base/metrics"
+
+	"github.com/migration-aware/adc/pkg/adc"
+)
+
+// newOperationDuration returns upstream's storage_operation_duration_seconds histogram at the
+// given stability level (see Register for why the level can change).
+func newOperationDuration(level k8smetrics.StabilityLevel) *k8smetrics.HistogramVec {
+	return k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+		Name:           OperationDurationName,
+		Help:           "Storage operation duration",
+		Buckets:        OperationBuckets,
+		StabilityLevel: level,
+	}, []string{"volume_plugin", "operation_name", "status", "migrated"})
+}
+
+// newForcedDetaches returns upstream's attachdetach_controller_forced_detaches counter.
+func newForcedDetaches() *k8smetrics.CounterVec {
+	return k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Name:           ForcedDetachesName,
+		Help:           "Number of times the A/D Controller performed a forced detach",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"reason"})
+}
+
+var _ adc.Observer = (*Metrics)(nil)
+
+// OperationCompleted records a finished attach or detach in storage_operation_duration_seconds
+// with upstream's labels: volume_plugin (the in-tree plugin for in-tree and migrated volumes,
+// kubernetes.io/csi:<driver> for native CSI), operation_name volume_attach|volume_detach,
+// status success|fail-unknown and migrated "true"|"false". It never blocks.
+func (m *Metrics) OperationCompleted(op adc.Operation) {
+	name := OperationAttach
+	if op.Kind == adc.OperationDetach {
+		name = OperationDetach
+	}
+	status := StatusSuccess
+	if op.Err != "" {
+		status = StatusFailUnknown
+	}
+	plugin := op.Plugin
+	if plugin == "" {
+		plugin = UnknownPlugin
+	}
+	m.operations().WithLabelValues(plugin, name, status, strconv.FormatBool(op.Migrated)).Observe(op.Duration.Seconds())
+}
+
+// ForcedDetach counts a forced detach by reason (out-of-service, timeout, node-deleted).
+func (m *Metrics) ForcedDetach(reason string) {
+	m.forced().WithLabelValues(reason).Inc()
+}
