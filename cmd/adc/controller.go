@@ -30,7 +30,6 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/metrics"
-	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/server"
 	"github.com/migration-aware/adc/pkg/volumeattach"
@@ -44,8 +43,7 @@ type controllerFlags struct {
 	workers            int
 	qps                float32
 	burst              int
-	migration          string
-	nodeSource         string
+	migration          migrationFlags
 	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	resync             time.Duration
@@ -83,8 +81,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	rec.StringVar(&f.httpAddr, "http-addr", ":8080", "Address of the HTTP listener for /healthz, /readyz, /metrics and the dashboard; empty disables it.")
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
-	rec.StringVar(&f.migration, "migration", "", "Per in-tree plugin migration mode, e.g. kubernetes.io/portworx-volume=complete,kubernetes.io/gce-pd=off; modes off|on|complete; unlisted plugins are on.")
-	rec.StringVar(&f.nodeSource, "node-migration-source", string(migration.NodeSourceCSINode), "Where node migration state is read: csinode, csinodeinfo (seed API) or auto.")
+	f.migration.add(rec)
 	rec.IntVar(&f.workers, "workers", 10, "Number of nodes reconciled in parallel (and of node status writers).")
 	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
 	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
@@ -117,16 +114,11 @@ func loggingFeatureGate() featuregate.FeatureGate {
 // controllerOptions turns flags into controller options, with errors that name the flag.
 func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	opts := adc.DefaultOptions()
-	modes, err := migration.ParseModes(f.migration)
+	cfg, err := f.migration.config()
 	if err != nil {
-		return opts, fmt.Errorf("--migration: %w", err)
+		return opts, err
 	}
-	opts.Migration = opts.Migration.WithModes(modes)
-	src, err := migration.ParseNodeSource(f.nodeSource)
-	if err != nil {
-		return opts, fmt.Errorf("--node-migration-source: %w", err)
-	}
-	opts.Migration.NodeSource = src
+	opts.Migration = cfg
 	switch {
 	case f.maxWaitForUnmount <= 0:
 		return opts, fmt.Errorf("--max-wait-for-unmount must be positive, got %s", f.maxWaitForUnmount)

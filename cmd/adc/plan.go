@@ -6,14 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
 )
 
@@ -23,12 +19,11 @@ func init() { subcommands = append(subcommands, newPlanCommand) }
 type planOptions struct {
 	kubeconfig string
 	output     string
-	migration  string
-	nodeSource string
+	migration  migrationFlags
 }
 
 func newPlanCommand() *cobra.Command {
-	o := &planOptions{output: "table", nodeSource: string(migration.NodeSourceCSINode)}
+	o := &planOptions{output: "table"}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show how every volume of every scheduled pod would be attached (read-only dry run)",
@@ -49,9 +44,7 @@ mechanism (csi, csi-no-attach, in-tree, not-attachable, wait, error) and why. It
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster service account")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: table or json")
-	f.StringVar(&o.migration, "migration", "", "per-plugin migration modes laid over the default (all "+migration.ModeOn.String()+
-		"), e.g. kubernetes.io/portworx-volume=complete,kubernetes.io/gce-pd=off; modes: off, on, complete; plugins: "+strings.Join(migration.MigratablePlugins, ", "))
-	f.StringVar(&o.nodeSource, "node-migration-source", o.nodeSource, "where node migration state is read: csinode, csinodeinfo or auto")
+	o.migration.add(f)
 	return cmd
 }
 
@@ -60,33 +53,15 @@ func (o *planOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	modes, err := migration.ParseModes(o.migration)
-	if err != nil {
-		return fmt.Errorf("--migration: %w", err)
-	}
-	source, err := migration.ParseNodeSource(o.nodeSource)
-	if err != nil {
-		return fmt.Errorf("--node-migration-source: %w", err)
-	}
-	cfg := migration.DefaultConfig().WithModes(modes)
-	cfg.NodeSource = source
-
-	// restConfig (kubeconfig.go) falls back to the in-cluster configuration for an empty
-	// path; zero QPS and burst keep client-go's defaults, plenty for a handful of lists.
-	restCfg, err := restConfig(o.kubeconfig, 0, 0)
+	cfg, err := o.migration.config()
 	if err != nil {
 		return err
 	}
-	restCfg.UserAgent = "adc-plan"
-	kube, err := kubernetes.NewForConfig(restCfg)
+	clients, err := readClients(o.kubeconfig, "adc-plan")
 	if err != nil {
-		return fmt.Errorf("creating Kubernetes client: %w", err)
+		return err
 	}
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating dynamic client: %w", err)
-	}
-	report, err := plan.Build(ctx, plan.Clients{Kube: kube, Dynamic: dyn}, cfg)
+	report, err := plan.Build(ctx, clients, cfg)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/migration-aware/adc/pkg/migration"
-	"github.com/migration-aware/adc/pkg/plan"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
@@ -24,12 +19,11 @@ func init() { subcommands = append(subcommands, newStatusCommand) }
 type statusOptions struct {
 	kubeconfig string
 	output     string
-	migration  string
-	nodeSource string
+	migration  migrationFlags
 }
 
 func newStatusCommand() *cobra.Command {
-	o := &statusOptions{output: "text", nodeSource: string(migration.NodeSourceCSINode)}
+	o := &statusOptions{output: "text"}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the CSI migration rollout computed from the cluster (read-only, no controller needed)",
@@ -51,9 +45,7 @@ writes nothing.`,
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster service account")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: text or json (the schema of /api/v1/rollout)")
-	f.StringVar(&o.migration, "migration", "", "per-plugin migration modes laid over the default (all "+migration.ModeOn.String()+
-		"), as given to the controller, e.g. kubernetes.io/gce-pd=off; plugins: "+strings.Join(migration.MigratablePlugins, ", "))
-	f.StringVar(&o.nodeSource, "node-migration-source", o.nodeSource, "where node migration state is read: csinode, csinodeinfo or auto")
+	o.migration.add(f)
 	return cmd
 }
 
@@ -67,31 +59,15 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
 	default:
 		return fmt.Errorf("--output %q is not supported; use text or json", o.output)
 	}
-	modes, err := migration.ParseModes(o.migration)
-	if err != nil {
-		return fmt.Errorf("--migration: %w", err)
-	}
-	source, err := migration.ParseNodeSource(o.nodeSource)
-	if err != nil {
-		return fmt.Errorf("--node-migration-source: %w", err)
-	}
-	cfg := migration.DefaultConfig().WithModes(modes)
-	cfg.NodeSource = source
-
-	restCfg, err := restConfig(o.kubeconfig, 0, 0)
+	cfg, err := o.migration.config()
 	if err != nil {
 		return err
 	}
-	restCfg.UserAgent = "adc-status"
-	kube, err := kubernetes.NewForConfig(restCfg)
+	clients, err := readClients(o.kubeconfig, "adc-status")
 	if err != nil {
-		return fmt.Errorf("creating Kubernetes client: %w", err)
+		return err
 	}
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating dynamic client: %w", err)
-	}
-	report, err := rollout.FromCluster(ctx, plan.Clients{Kube: kube, Dynamic: dyn}, cfg)
+	report, err := rollout.FromCluster(ctx, clients, cfg)
 	if err != nil {
 		return err
 	}

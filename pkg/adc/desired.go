@@ -7,13 +7,10 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
-// ManagedAnnotation marks the nodes whose attach and detach the controller owns; the kubelet
-// sets it. Other nodes are left alone entirely.
-const ManagedAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+// ManagedAnnotation marks the nodes whose attach and detach the controller owns.
+const ManagedAnnotation = migration.ManagedAnnotation
 
-func managed(node *v1.Node) bool {
-	return node != nil && node.Annotations[ManagedAnnotation] == "true"
-}
+func managed(node *v1.Node) bool { return migration.IsManagedNode(node) }
 
 // pair is one volume of one active pod on the node being reconciled, with its decision.
 type pair struct {

@@ -149,3 +149,12 @@ const CSIPluginName = "kubernetes.io/csi"
 // MigratedPluginsAnnotation is the CSINode annotation in which the kubelet lists the in-tree
 // plugins migrated on its node.
 const MigratedPluginsAnnotation = "storage.alpha.kubernetes.io/migrated-plugins"
+
+// ManagedAnnotation marks the nodes whose attach and detach the controller owns; the kubelet
+// sets it. Other nodes are left alone entirely, by the controller and in every report.
+const ManagedAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// IsManagedNode reports whether the attach/detach controller manages the node's volumes.
+func IsManagedNode(node *v1.Node) bool {
+	return node != nil && node.Annotations[ManagedAnnotation] == "true"
+}

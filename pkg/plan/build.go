@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,16 +27,25 @@ type Clients struct {
 	Dynamic dynamic.Interface
 }
 
-// Build lists everything a plan needs with one List call per resource and returns the
-// report. It only reads. CSINodeInfos are listed only when the node source can use them
-// (csinodeinfo or auto); a missing CRD counts as no CSINodeInfos, so `adc plan` works on
-// clusters that never installed it.
-func Build(ctx context.Context, c Clients, cfg migration.Config) (Report, error) {
+// Cluster is one read of everything a cluster-wide decision view needs: the scheduled pods,
+// the objects decisions are made from and, when asked for, the VolumeAttachments.
+type Cluster struct {
+	Pods              []v1.Pod
+	Objects           migration.Objects
+	VolumeAttachments []storagev1.VolumeAttachment
+}
+
+// ListCluster lists, with one List call per resource, what `adc plan` and `adc status` need.
+// It only reads. CSINodeInfos are listed only when the node source can use them (csinodeinfo
+// or auto); a missing CRD counts as no CSINodeInfos, so it works on clusters that never
+// installed it. VolumeAttachments are listed only when withAttachments is set.
+func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttachments bool) (Cluster, error) {
+	var out Cluster
 	if c.Kube == nil {
-		return Report{}, fmt.Errorf("building plan: no Kubernetes client")
+		return out, fmt.Errorf("listing the cluster: no Kubernetes client")
 	}
 	if err := cfg.Validate(); err != nil {
-		return Report{}, fmt.Errorf("building plan: %w", err)
+		return out, fmt.Errorf("listing the cluster: %w", err)
 	}
 	logger := klog.FromContext(ctx)
 	core, storage := c.Kube.CoreV1(), c.Kube.StorageV1()
@@ -43,47 +54,64 @@ func Build(ctx context.Context, c Clients, cfg migration.Config) (Report, error)
 	// servers (and fakes) that ignore the selector.
 	pods, err := core.Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
 	if err != nil {
-		return Report{}, listErr("pods", err)
+		return out, listErr("pods", err)
 	}
 	pvcs, err := core.PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Report{}, listErr("persistentvolumeclaims", err)
+		return out, listErr("persistentvolumeclaims", err)
 	}
 	pvs, err := core.PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Report{}, listErr("persistentvolumes", err)
+		return out, listErr("persistentvolumes", err)
 	}
 	nodes, err := core.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Report{}, listErr("nodes", err)
+		return out, listErr("nodes", err)
 	}
 	csiNodes, err := storage.CSINodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Report{}, listErr("csinodes.storage.k8s.io", err)
+		return out, listErr("csinodes.storage.k8s.io", err)
 	}
 	drivers, err := storage.CSIDrivers().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return Report{}, listErr("csidrivers.storage.k8s.io", err)
+		return out, listErr("csidrivers.storage.k8s.io", err)
+	}
+	if withAttachments {
+		vas, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return out, listErr("volumeattachments.storage.k8s.io", err)
+		}
+		out.VolumeAttachments = vas.Items
 	}
 	var infos []csinodeinfo.CSINodeInfo
 	if cfg.NodeSource == migration.NodeSourceCSINodeInfo || cfg.NodeSource == migration.NodeSourceAuto {
 		infos, err = listCSINodeInfos(ctx, c.Dynamic)
 		if err != nil {
-			return Report{}, err
+			return out, err
 		}
 	}
-	logger.V(2).Info("Listed objects for plan", "pods", len(pods.Items), "persistentVolumeClaims", len(pvcs.Items),
+	logger.V(2).Info("Listed cluster objects", "pods", len(pods.Items), "persistentVolumeClaims", len(pvcs.Items),
 		"persistentVolumes", len(pvs.Items), "nodes", len(nodes.Items), "csiNodes", len(csiNodes.Items),
-		"csiDrivers", len(drivers.Items), "csiNodeInfos", len(infos), "config", cfg.String())
-
-	return FromObjects(cfg, pods.Items, migration.Objects{
+		"csiDrivers", len(drivers.Items), "csiNodeInfos", len(infos), "volumeAttachments", len(out.VolumeAttachments), "config", cfg.String())
+	out.Pods = pods.Items
+	out.Objects = migration.Objects{
 		PVCs:         pvcs.Items,
 		PVs:          pvs.Items,
 		CSIDrivers:   drivers.Items,
 		CSINodes:     csiNodes.Items,
 		CSINodeInfos: infos,
 		Nodes:        nodes.Items,
-	}), nil
+	}
+	return out, nil
+}
+
+// Build lists the cluster (ListCluster) and returns the plan report. It only reads.
+func Build(ctx context.Context, c Clients, cfg migration.Config) (Report, error) {
+	cl, err := ListCluster(ctx, c, cfg, false)
+	if err != nil {
+		return Report{}, fmt.Errorf("building plan: %w", err)
+	}
+	return FromObjects(cfg, cl.Pods, cl.Objects), nil
 }
 
 // listCSINodeInfos lists the seed-API objects. A missing CRD (NotFound, or a REST mapping
@@ -116,7 +144,7 @@ func listCSINodeInfos(ctx context.Context, dyn dynamic.Interface) ([]csinodeinfo
 func listErr(resource string, err error) error {
 	hint := "check the API server is reachable and the kubeconfig's user may list " + resource + " cluster-wide"
 	if apierrors.IsForbidden(err) {
-		hint = "grant the kubeconfig's user list permission on " + resource + " cluster-wide (adc plan only reads)"
+		hint = "grant the kubeconfig's user list permission on " + resource + " cluster-wide (adc plan and adc status only read)"
 	}
 	return fmt.Errorf("listing %s: %w; %s", resource, err, hint)
 }

@@ -8,9 +8,8 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
-// ManagedAnnotation marks the nodes whose volumes the attach/detach controller manages; only
-// they count in a rollout.
-const ManagedAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+// ManagedAnnotation marks the nodes whose volumes the attach/detach controller manages.
+const ManagedAnnotation = migration.ManagedAnnotation
 
 // translator maps in-tree plugin names to CSI driver names; it is stateless.
 var translator = csitrans.New()
