@@ -13,9 +13,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ControllerManagerName is the name adc has inside kube-controller-manager: the name of its
-// controller descriptor, of its /healthz/<name> check and the prefix of its logs there.
-const ControllerManagerName = ComponentName
+// ControllerManagerName is adc's canonical controller name inside kube-controller-manager:
+// the name of its controller descriptor (and so of --controllers and of its /healthz/<name>
+// check). It follows kube-controller-manager's naming rule: lower case words joined by "-",
+// ending in "-controller".
+const ControllerManagerName = "migration-aware-attach-detach-controller"
 
 // Embedded is adc as a controller of a controller manager such as kube-controller-manager:
 // it satisfies k8s.io/controller-manager's controller.Interface and HealthCheckable, and

@@ -1,0 +1,217 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/migration-aware/adc/test/integration/framework"
+)
+
+// leaseName is the Lease `adc controller` elects on by default (--leader-elect-lease-name),
+// the one name the Role lets it get and update.
+const leaseName = "adc"
+
+// The adc binary, with the Deployment's arguments and a kubeconfig of the ServiceAccount,
+// takes the Lease in adc-system, becomes ready, attaches a volume without any forbidden
+// request, and on SIGTERM exits 0 and releases the Lease.
+func TestBinaryLeadsAsServiceAccount(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cp := framework.Get(t)
+	m := applyManifests(ctx, t)
+	leaseNS := m.Role.Namespace
+	leases := cp.Client.CoordinationV1().Leases(leaseNS)
+	previousHolder := ""
+	if l, err := leases.Get(ctx, leaseName, metav1.GetOptions{}); err == nil && l.Spec.HolderIdentity != nil {
+		previousHolder = *l.Spec.HolderIdentity
+	}
+
+	// Exactly the Deployment's arguments, then what only differs outside a Pod.
+	container := m.Deployment.Spec.Template.Spec.Containers[0]
+	args := append(append(append([]string{}, container.Command...), container.Args...),
+		"--kubeconfig", serviceAccountKubeconfig(t, cp.Config, m.serviceAccountUser()),
+		"--http-addr", "127.0.0.1:0", "--logging-format", "json", "-v", "2")
+	adcProc := startADC(t, args)
+
+	s := newScenario(ctx, t)
+	startAttacher(ctx, t)
+
+	host, _ := os.Hostname()
+	var holder string
+	eventually(ctx, t, "the adc binary holds Lease "+leaseNS+"/"+leaseName, 30*time.Second, func(ctx context.Context) (bool, string) {
+		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		return holder != "" && holder != previousHolder && strings.HasPrefix(holder, host+"_"), "holder " + holder
+	})
+	t.Logf("Lease %s/%s held by %s", leaseNS, leaseName, holder)
+
+	addr := adcProc.httpAddr(ctx, t)
+	for _, path := range []string{"/readyz", "/healthz", "/healthz/leader-election"} {
+		eventually(ctx, t, "GET "+path+" 200", 20*time.Second, func(ctx context.Context) (bool, string) {
+			code, body := httpGet(ctx, "http://"+addr+path)
+			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		})
+	}
+
+	handle := s.ns + "-vol"
+	name, unique := vaName(handle, testDriver, s.node), csiUnique(testDriver, handle)
+	s.pod("app", s.csiVolume("data", handle))
+	s.eventually("VolumeAttachment "+name+" attached and listed in node status", 30*time.Second, s.attachedAndListed(name, unique))
+
+	if err := adcProc.stop(20 * time.Second); err != nil {
+		t.Errorf("adc after SIGTERM: %v, want exit 0", err)
+	}
+	if l, err := leases.Get(ctx, leaseName, metav1.GetOptions{}); err != nil {
+		t.Errorf("reading the Lease: %v", err)
+	} else if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		t.Errorf("Lease still held by %s after SIGTERM, want it released for the standby", *l.Spec.HolderIdentity)
+	}
+	if out := adcProc.out.String(); strings.Contains(strings.ToLower(out), "forbidden") {
+		t.Errorf("the adc binary was refused something as %s:\n%s", m.serviceAccountUser(), out)
+	}
+	if t.Failed() {
+		t.Logf("adc output:\n%s", adcProc.out.String())
+	}
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as the admin and
+// impersonates the ServiceAccount (`as:` in the file), so the adc binary runs with the
+// ServiceAccount's permissions only.
+func serviceAccountKubeconfig(t *testing.T, admin *rest.Config, user string) string {
+	t.Helper()
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := framework.WriteKubeconfig(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	// Make sure of the impersonation: without it the binary would run as the admin and the
+	// test would prove nothing.
+	kc, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range kc.AuthInfos {
+		auth.Impersonate = user
+	}
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// adcProcess is a running `adc` command.
+type adcProcess struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{} // closed when the process has exited, err is then set
+	err  error
+}
+
+func startADC(t *testing.T, args []string) *adcProcess {
+	t.Helper()
+	p := &adcProcess{cmd: exec.Command(adcBinary, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting adc %v: %v", args, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { _ = p.stop(10 * time.Second) })
+	return p
+}
+
+// stop sends SIGTERM, waits for the exit (killing the process after timeout) and returns
+// the exit error; once the process has exited it only returns that error.
+func (p *adcProcess) stop(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("no exit within %s of SIGTERM; killed", timeout)
+	}
+}
+
+// httpAddr returns the address the HTTP listener bound, from the JSON log.
+func (p *adcProcess) httpAddr(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	var addr string
+	eventually(ctx, t, "the HTTP listener's address in the log", 20*time.Second, func(context.Context) (bool, string) {
+		sc := bufio.NewScanner(strings.NewReader(p.out.String()))
+		for sc.Scan() {
+			var line struct {
+				Address string `json:"address"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Address != "" {
+				addr = line.Address
+				return true, ""
+			}
+		}
+		return false, "no JSON log line with an address"
+	})
+	return addr
+}
+
+func httpGet(ctx context.Context, url string) (int, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
