@@ -22,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +50,7 @@ type config struct {
 	attachWorkers int
 	attachBatches int
 	parallel      int
+	json          bool
 }
 
 // Result is what one run measured; -json writes it.
@@ -78,6 +80,7 @@ func main() {
 	flag.DurationVar(&c.steadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
 	flag.IntVar(&c.attachWorkers, "attacher-workers", 16, "simulated external-attacher workers")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file")
+	flag.BoolVar(&c.json, "json-wire", false, "speak JSON instead of protobuf to the API server (controller and harness), for comparison")
 	flag.IntVar(&c.attachBatches, "attach-batches", 0, "controller AttachBatches (0: default)")
 	flag.IntVar(&c.parallel, "parallel-creates", 0, "controller MaxParallelCreatesPerNode (0: default)")
 	klog.InitFlags(nil)
@@ -151,8 +154,13 @@ func run(c config) (*Result, error) {
 	}
 	defer stop()
 
+	// The harness (seeding, measuring, the simulated attacher) speaks protobuf like the
+	// controller, so that its own load on the API server is what a real cluster's would be.
 	admin := rest.CopyConfig(cp.Config)
 	admin.QPS, admin.Burst = 5000, 10000
+	if !c.json {
+		admin.ContentType = runtime.ContentTypeProtobuf
+	}
 	adminClient := kubernetes.NewForConfigOrDie(admin)
 
 	fmt.Printf("seeding %d nodes x %d pods ...\n", c.nodes, c.pods)
@@ -207,8 +215,7 @@ func run(c config) (*Result, error) {
 	mf.Start(ctx.Done())
 	mf.WaitForCacheSync(ctx.Done())
 
-	attCfg := rest.CopyConfig(cp.Config)
-	attCfg.QPS, attCfg.Burst = 5000, 10000
+	attCfg := rest.CopyConfig(admin)
 	att := &simulator.ExternalAttacher{Client: kubernetes.NewForConfigOrDie(attCfg), Workers: c.attachWorkers}
 	if err := att.Run(ctx); err != nil {
 		return nil, err
@@ -218,6 +225,11 @@ func run(c config) (*Result, error) {
 	base := rest.CopyConfig(cp.Config)
 	base.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	ctrlCfg, statusCfg := volumeattach.PrioritizedConfigs(base, float32(c.qps), c.burst)
+	if c.json {
+		for _, cfg := range []*rest.Config{ctrlCfg, statusCfg} {
+			cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+		}
+	}
 	ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
 	opts := adc.Options{
 		NodeStatusMaxDelay:        c.statusDelay,
