@@ -68,27 +68,15 @@ func seed(ctx context.Context, c kubernetes.Interface) error {
 	return nil
 }
 
-// boundClaim creates a PV for the workload and a claim bound to it, as the PV controller
-// (which the local control plane does not run) would.
+// boundClaim creates a PV for the workload and a claim bound to it, with the simulated
+// binder standing in for the PV controller (which the local control plane does not run).
 func boundClaim(ctx context.Context, c kubernetes.Interface, w workload) error {
 	pvName := "pv-" + w.claim
-	claim, err := c.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: w.claim, Namespace: Namespace},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: w.modes,
-			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("10Gi")}},
-			VolumeName:  pvName,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("creating claim %s: %w", w.claim, err)
-	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("10Gi")},
 			AccessModes: w.modes,
-			ClaimRef:    &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: Namespace, Name: claim.Name, UID: claim.UID},
 		},
 	}
 	switch w.kind {
@@ -103,12 +91,6 @@ func boundClaim(ctx context.Context, c kubernetes.Interface, w workload) error {
 	case nativeCSI:
 		pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: w.driver, VolumeHandle: "vol-" + w.claim}
 	}
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating PV %s: %w", pvName, err)
-	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := c.CoreV1().PersistentVolumeClaims(Namespace).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("binding claim %s: %w", w.claim, err)
-	}
-	return nil
+	_, err := simulator.BindNewClaim(ctx, c, Namespace, w.claim, pv)
+	return err
 }

@@ -21,7 +21,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -356,33 +355,15 @@ func seed(ctx context.Context, client kubernetes.Interface, c config) error {
 }
 
 func seedPod(ctx context.Context, client kubernetes.Interface, ns, node, name string) error {
-	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-			VolumeName:  "pv-" + name,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+	if _, err := simulator.BindNewClaim(ctx, client, ns, name, &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name},
 		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: claim.UID},
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "vol-" + name}},
 		},
-	}, metav1.CreateOptions{}); err != nil {
+	}); err != nil {
 		return err
 	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	_, err = client.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
+	_, err := client.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.PodSpec{
 			NodeName:   node,

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -123,30 +122,12 @@ func createBoundCSIPod(t *testing.T, name, node, driver, handle string) {
 	ctx := t.Context()
 	client := framework.Get(t).Client
 	ns := "default"
-	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-			VolumeName:  "pv-" + name,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+	if _, err := simulator.BindNewClaim(ctx, client, ns, name, &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name},
 		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: claim.UID},
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}},
 		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, &v1.Pod{

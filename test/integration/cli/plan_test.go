@@ -182,29 +182,11 @@ func boundPod(t *testing.T, ns, name, node, pvName string, src v1.PersistentVolu
 	t.Helper()
 	ctx := t.Context()
 	c := framework.Get(t).Client
-	claim, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			Resources:  v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-			VolumeName: pvName},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{v1.LabelTopologyZone: "us-central1-a"}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: claim.UID},
-			PersistentVolumeSource: src,
-		},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: src},
 	}
-	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := c.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	if _, err := simulator.BindNewClaim(ctx, c, ns, name, pv); err != nil {
 		t.Fatal(err)
 	}
 	createPod(t, ns, name, node, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})

@@ -253,30 +253,11 @@ func (e *testEnv) gcePV(suffix, pdName, zone string, modes ...v1.PersistentVolum
 // test binds them the way it would) and returns the claim's name.
 func (e *testEnv) boundClaim(pv *v1.PersistentVolume) string {
 	e.t.Helper()
-	ctx := e.ctx
-	claim := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: pv.Name, Namespace: e.ns},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: pv.Spec.AccessModes,
-			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-			VolumeName:  pv.Name,
-		},
-	}
-	created, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, claim, metav1.CreateOptions{})
+	claim, err := simulator.BindNewClaim(e.ctx, e.client, e.ns, pv.Name, pv)
 	if err != nil {
-		e.t.Fatalf("creating claim %s: %v", claim.Name, err)
+		e.t.Fatal(err)
 	}
-	pv = pv.DeepCopy()
-	pv.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: e.ns, Name: created.Name, UID: created.UID}
-	if _, err := e.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("creating PV %s: %v", pv.Name, err)
-	}
-	e.created.add(&e.created.pvs, pv.Name)
-	created.Status.Phase = v1.ClaimBound
-	if _, err := e.client.CoreV1().PersistentVolumeClaims(e.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		e.t.Fatalf("binding claim %s: %v", created.Name, err)
-	}
-	return created.Name
+	return claim.Name
 }
 
 // pod creates a pod scheduled to node with one volume per claim, plus any inline volumes.

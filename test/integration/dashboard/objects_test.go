@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/migration-aware/adc/test/simulator"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -17,30 +17,12 @@ import (
 // PV controller would (envtest runs none), and returns the claim's name.
 func boundClaim(t *testing.T, ctx context.Context, client kubernetes.Interface, ns, name string, src v1.PersistentVolumeSource) string {
 	t.Helper()
-	modes := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
-	claim, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.PersistentVolumeClaimSpec{AccessModes: modes, VolumeName: name,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating claim %s: %v", name, err)
-	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelTopologyZone: "us-central1-a"}},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            modes,
-			PersistentVolumeSource: src,
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: claim.UID},
-		},
+		Spec:       v1.PersistentVolumeSpec{PersistentVolumeSource: src},
 	}
-	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PV %s: %v", name, err)
-	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("binding claim %s: %v", name, err)
+	if _, err := simulator.BindNewClaim(ctx, client, ns, name, pv); err != nil {
+		t.Fatal(err)
 	}
 	return name
 }

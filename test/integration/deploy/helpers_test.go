@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -96,36 +95,17 @@ func (s *scenario) cleanup() {
 // no PV controller, so the test binds them as it would) and returns the claim's name.
 func (s *scenario) csiVolume(name, handle string) string {
 	s.t.Helper()
-	modes := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
-	size := v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}
-	claim, err := s.admin.CoreV1().PersistentVolumeClaims(s.ns).Create(s.ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: modes,
-			Resources:   v1.VolumeResourceRequirements{Requests: size},
-			VolumeName:  s.ns + "-" + name,
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		s.t.Fatalf("creating claim %s: %v", name, err)
-	}
 	pv := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: claim.Spec.VolumeName},
+		ObjectMeta: metav1.ObjectMeta{Name: s.ns + "-" + name},
 		Spec: v1.PersistentVolumeSpec{
-			Capacity:               size,
-			AccessModes:            modes,
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: s.ns, Name: claim.Name, UID: claim.UID},
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testDriver, VolumeHandle: handle}},
 		},
 	}
-	if _, err := s.admin.CoreV1().PersistentVolumes().Create(s.ctx, pv, metav1.CreateOptions{}); err != nil {
-		s.t.Fatalf("creating PersistentVolume %s: %v", pv.Name, err)
+	claim, err := simulator.BindNewClaim(s.ctx, s.admin, s.ns, name, pv)
+	if err != nil {
+		s.t.Fatal(err)
 	}
 	s.pvs = append(s.pvs, pv.Name)
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := s.admin.CoreV1().PersistentVolumeClaims(s.ns).UpdateStatus(s.ctx, claim, metav1.UpdateOptions{}); err != nil {
-		s.t.Fatalf("binding claim %s: %v", name, err)
-	}
 	return claim.Name
 }
 

@@ -4,10 +4,6 @@
 package deploy
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/migration-aware/adc/test/integration/framework"
@@ -16,21 +12,4 @@ import (
 // adcBinary is the adc command, built once for the package.
 var adcBinary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "adc-deploy-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	adcBinary = filepath.Join(dir, "adc")
-	build := exec.Command("go", "build", "-o", adcBinary, "github.com/migration-aware/adc/cmd/adc")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building adc:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := framework.Run(m)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { framework.MainWithADC(m, func(p string) { adcBinary = p }) }

@@ -17,7 +17,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -240,27 +239,13 @@ func attachCSIVolume(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 	if err := kubelet.ReportCSINode(ctx, node, "", driver); err != nil {
 		t.Fatal(err)
 	}
-	size := v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}
-	modes := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
-	claim, err := admin.CoreV1().PersistentVolumeClaims(ns.Name).Create(ctx, &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec:       v1.PersistentVolumeClaimSpec{AccessModes: modes, Resources: v1.VolumeResourceRequirements{Requests: size}, VolumeName: handle},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.CoreV1().PersistentVolumes().Create(ctx, &v1.PersistentVolume{
+	claim, err := simulator.BindNewClaim(ctx, admin, ns.Name, "data", &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: handle},
 		Spec: v1.PersistentVolumeSpec{
-			Capacity: size, AccessModes: modes,
-			ClaimRef:               &v1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns.Name, Name: claim.Name, UID: claim.UID},
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}},
 		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	claim.Status.Phase = v1.ClaimBound
-	if _, err := admin.CoreV1().PersistentVolumeClaims(ns.Name).UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.CoreV1().Pods(ns.Name).Create(ctx, &v1.Pod{

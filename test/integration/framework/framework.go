@@ -9,6 +9,8 @@ package framework
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -66,4 +68,27 @@ func Start() (*ControlPlane, func(), error) { return controlplane.Start() }
 // WriteKubeconfig writes cfg (including any impersonation) as a kubeconfig file.
 func WriteKubeconfig(cfg *rest.Config, path string) error {
 	return controlplane.WriteKubeconfig(cfg, path)
+}
+
+// MainWithADC is Main for packages that run the adc binary: it builds cmd/adc once into a
+// temporary folder, hands its path to setPath, runs the tests on a control plane and removes
+// the binary.
+func MainWithADC(m *testing.M, setPath func(string)) {
+	dir, err := os.MkdirTemp("", "adc-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "framework:", err)
+		os.Exit(1)
+	}
+	bin := filepath.Join(dir, "adc")
+	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/adc")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "framework: building adc:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	setPath(bin)
+	code := Run(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
