@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,35 +16,17 @@ import (
 	"github.com/migration-aware/adc/test/simulator"
 )
 
-// syncBuffer is a bytes.Buffer safe for a child process to write while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // replica is one `adc controller` process.
 type replica struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *framework.Output
 }
 
 func startReplica(t *testing.T, name, leaseName string, lease time.Duration) *replica {
 	t.Helper()
 	cp := framework.Get(t)
-	r := &replica{name: name, out: &syncBuffer{}}
+	r := &replica{name: name, out: &framework.Output{}}
 	r.cmd = exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--http-addr", "127.0.0.1:0",
 		"--leader-elect-namespace", "default", "--leader-elect-lease-name", leaseName,
 		"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 3 / 4).String(),

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,14 +123,14 @@ func serviceAccountKubeconfig(t *testing.T, admin *rest.Config, user string) str
 // adcProcess is a running `adc` command.
 type adcProcess struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *framework.Output
 	done chan struct{} // closed when the process has exited, err is then set
 	err  error
 }
 
 func startADC(t *testing.T, args []string) *adcProcess {
 	t.Helper()
-	p := &adcProcess{cmd: exec.Command(adcBinary, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &adcProcess{cmd: exec.Command(adcBinary, args...), out: &framework.Output{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting adc %v: %v", args, err)
@@ -196,22 +195,4 @@ func httpGet(ctx context.Context, url string) (int, string) {
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
-}
-
-// syncBuffer is a bytes.Buffer a child process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
