@@ -63,7 +63,12 @@ clean:
 # at the upstream kube-controller-manager client limits (20/30) and at 1000/2000.
 BENCH_NODES ?= 100
 BENCH_PODS ?= 20
-.PHONY: bench-e2e
+.PHONY: bench-e2e bench-e2e-upstream
 bench-e2e: envtest-assets
 	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 20 -burst 30
 	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 1000 -burst 2000
+
+# The same scenario attached by upstream's kube-controller-manager 1.36.3, for a same-host ratio.
+bench-e2e-upstream: envtest-assets kcm-assets
+	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 20 -burst 30 -upstream $(ENVTEST_DIR)/kube-controller-manager
+	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 1000 -burst 2000 -upstream $(ENVTEST_DIR)/kube-controller-manager

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ type config struct {
 	attachBatches int
 	parallel      int
 	json          bool
+	upstream      string
 }
 
 // Result is what one run measured; -json writes it.
@@ -79,6 +81,7 @@ func main() {
 	flag.DurationVar(&c.steadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
 	flag.IntVar(&c.attachWorkers, "attacher-workers", 16, "simulated external-attacher workers")
 	flag.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file")
+	flag.StringVar(&c.upstream, "upstream", "", "path to kube-controller-manager (make kcm-assets): measure upstream's attach/detach controller instead of adc")
 	flag.BoolVar(&c.json, "json-wire", false, "speak JSON instead of protobuf to the API server (controller and harness), for comparison")
 	flag.IntVar(&c.attachBatches, "attach-batches", 0, "controller AttachBatches (0: default)")
 	flag.IntVar(&c.parallel, "parallel-creates", 0, "controller MaxParallelCreatesPerNode (0: default)")
@@ -221,29 +224,20 @@ func run(c config) (*Result, error) {
 	}
 
 	counter := &countingTransport{verbs: map[string]int64{}}
-	base := rest.CopyConfig(cp.Config)
-	base.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	ctrlCfg, statusCfg := volumeattach.PrioritizedConfigs(base, float32(c.qps), c.burst)
-	if c.json {
-		for _, cfg := range []*rest.Config{ctrlCfg, statusCfg} {
-			cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	var start time.Time
+	if c.upstream != "" {
+		// The same cluster, attached by upstream's controller instead: kube-controller-manager
+		// with only the attach/detach controller. Its requests are not counted.
+		start, err = runUpstream(ctx, c, cp.KubeconfigPath)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		start, err = runADC(ctx, c, cp.Config, counter)
+		if err != nil {
+			return nil, err
 		}
 	}
-	ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
-	opts := adc.Options{
-		NodeStatusMaxDelay:        c.statusDelay,
-		AttachBatches:             c.attachBatches,
-		MaxParallelCreatesPerNode: c.parallel,
-		NodeStatus:                &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
-	}
-	factory := informers.NewSharedInformerFactory(ctrlClient, 0)
-	ctrl, err := adc.New(ctrlClient, nil, factory, opts)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	factory.Start(ctx.Done())
-	go ctrl.Run(ctx, c.workers)
 
 	progress := time.NewTicker(5 * time.Second)
 	defer progress.Stop()
@@ -294,6 +288,54 @@ wait:
 		res.SteadyStateRequests += v - converged[k]
 	}
 	return res, nil
+}
+
+// runADC starts adc in-process with the benchmark's client budget, counting its requests.
+func runADC(ctx context.Context, c config, cfg *rest.Config, counter *countingTransport) (time.Time, error) {
+	base := rest.CopyConfig(cfg)
+	base.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	ctrlCfg, statusCfg := volumeattach.PrioritizedConfigs(base, float32(c.qps), c.burst)
+	if c.json {
+		for _, cfg := range []*rest.Config{ctrlCfg, statusCfg} {
+			cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+		}
+	}
+	ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
+	opts := adc.Options{
+		NodeStatusMaxDelay:        c.statusDelay,
+		AttachBatches:             c.attachBatches,
+		MaxParallelCreatesPerNode: c.parallel,
+		NodeStatus:                &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
+	}
+	factory := informers.NewSharedInformerFactory(ctrlClient, 0)
+	ctrl, err := adc.New(ctrlClient, nil, factory, opts)
+	if err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	factory.Start(ctx.Done())
+	go ctrl.Run(ctx, c.workers)
+	return start, nil
+}
+
+// runUpstream starts upstream's kube-controller-manager (`make kcm-assets`) with only the
+// attach/detach controller, at the benchmark's client budget, until ctx ends.
+func runUpstream(ctx context.Context, c config, kubeconfig string) (time.Time, error) {
+	cmd := exec.CommandContext(ctx, c.upstream, "--kubeconfig", kubeconfig,
+		"--controllers", "persistentvolume-attach-detach-controller", "--leader-elect=false", "--secure-port=0",
+		"--kube-api-qps", fmt.Sprint(c.qps), "--kube-api-burst", fmt.Sprint(c.burst), "-v", "0")
+	log, err := os.CreateTemp("", "bench-kcm-*.log")
+	if err != nil {
+		return time.Time{}, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	fmt.Printf("upstream kube-controller-manager log: %s\n", log.Name())
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return time.Time{}, fmt.Errorf("starting %s: %w", c.upstream, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return start, nil
 }
 
 func report(w *os.File, r *Result) {
