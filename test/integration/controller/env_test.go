@@ -295,15 +295,7 @@ func (e *testEnv) deletePod(name string) {
 // eventually polls cond until it holds or the timeout passes, then fails with what it last saw.
 func (e *testEnv) eventually(what string, timeout time.Duration, cond func() (bool, string)) {
 	e.t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(e.ctx, 25*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("%s: not within %s; last seen: %s", what, timeout, last)
-	}
+	framework.Eventually(e.ctx, e.t, what, timeout, func(context.Context) (bool, string) { return cond() })
 }
 
 // consistently checks cond keeps holding for d (used to show that something does NOT happen).

@@ -53,7 +53,7 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 
 	host, _ := os.Hostname()
 	var holder string
-	eventually(ctx, t, "the adc binary holds Lease "+leaseNS+"/"+leaseName, 30*time.Second, func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the adc binary holds Lease "+leaseNS+"/"+leaseName, 30*time.Second, func(ctx context.Context) (bool, string) {
 		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -67,7 +67,7 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 
 	addr := adcProc.httpAddr(ctx, t)
 	for _, path := range []string{"/readyz", "/healthz", "/healthz/leader-election"} {
-		eventually(ctx, t, "GET "+path+" 200", 20*time.Second, func(ctx context.Context) (bool, string) {
+		framework.Eventually(ctx, t, "GET "+path+" 200", 20*time.Second, func(ctx context.Context) (bool, string) {
 			code, body := httpGet(ctx, "http://"+addr+path)
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
@@ -166,7 +166,7 @@ func (p *adcProcess) stop(timeout time.Duration) error {
 func (p *adcProcess) httpAddr(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	var addr string
-	eventually(ctx, t, "the HTTP listener's address in the log", 20*time.Second, func(context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "the HTTP listener's address in the log", 20*time.Second, func(context.Context) (bool, string) {
 		sc := bufio.NewScanner(strings.NewReader(p.out.String()))
 		for sc.Scan() {
 			var line struct {

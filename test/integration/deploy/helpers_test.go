@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/migration-aware/adc/test/integration/framework"
@@ -140,20 +139,7 @@ func (s *scenario) deletePod(name string) {
 // eventually polls cond until it holds, or fails the test with what it saw last.
 func (s *scenario) eventually(what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	s.t.Helper()
-	eventually(s.ctx, s.t, what, timeout, cond)
-}
-
-func eventually(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, msg := cond(ctx)
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s; last seen: %s", what, timeout, last)
-	}
+	framework.Eventually(s.ctx, s.t, what, timeout, cond)
 }
 
 // attachedAndListed is the end of an attach: the VolumeAttachment is attached (by the

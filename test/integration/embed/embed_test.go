@@ -189,7 +189,7 @@ func TestEmbeddedInControllerManager(t *testing.T) {
 				run()
 			}
 
-			eventually(ctx, t, "/healthz/"+name+" 200 once the caches synced", 20*time.Second, func(ctx context.Context) (bool, string) {
+			framework.Eventually(ctx, t, "/healthz/"+name+" 200 once the caches synced", 20*time.Second, func(ctx context.Context) (bool, string) {
 				code, err := h.healthzCode(ctx, name)
 				return code == http.StatusOK, fmt.Sprintf("%d %v", code, err)
 			})
@@ -282,7 +282,7 @@ func attachCSIVolume(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 	})
 
 	va, unique := vaName(handle, driver, node), "kubernetes.io/csi/"+driver+"^"+handle
-	eventually(ctx, t, "VolumeAttachment "+va+" attached and listed in node status", 20*time.Second, func(ctx context.Context) (bool, string) {
+	framework.Eventually(ctx, t, "VolumeAttachment "+va+" attached and listed in node status", 20*time.Second, func(ctx context.Context) (bool, string) {
 		got, err := admin.StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -323,19 +323,6 @@ func queueAdds(t *testing.T, queue string) float64 {
 		}
 	}
 	return 0
-}
-
-func eventually(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, msg := cond(ctx)
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s; last seen: %s", what, timeout, last)
-	}
 }
 
 // vaName is the VolumeAttachment name of a CSI volume on a node (the upstream rule).
