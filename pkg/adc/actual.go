@@ -58,10 +58,6 @@ func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachme
 		if seen[name] || exp.va.Spec.NodeName != node.Name {
 			continue
 		}
-		if now.Sub(exp.created) > expectationTTL {
-			delete(c.world.expectedVAs, name)
-			continue
-		}
 		atts = append(atts, c.vaAttachmentLocked(exp.va, now))
 	}
 	if !c.world.inTreeSeeded[node.Name] {
@@ -93,14 +89,7 @@ func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, now time
 		driver:    va.Spec.Attacher,
 		sourceKey: vaSourceKey(va),
 		attached:  va.Status.Attached,
-		deleting:  va.DeletionTimestamp != nil,
-	}
-	if t, ok := c.world.deleteRequested[va.Name]; ok {
-		if now.Sub(t) < expectationTTL {
-			a.deleting = true
-		} else {
-			delete(c.world.deleteRequested, va.Name)
-		}
+		deleting:  va.DeletionTimestamp != nil || c.deleteRequestedLocked(va),
 	}
 	switch src := va.Spec.Source; {
 	case src.PersistentVolumeName != nil:

@@ -187,6 +187,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.enqueueAllNodes()
 
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, c.checkExpectations, c.opts.ExpectationCheckInterval)
+	}()
 	for i := 0; i < workers; i++ {
 		wg.Add(2)
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()

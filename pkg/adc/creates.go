@@ -46,8 +46,11 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 			defer wg.Done()
 			defer func() { <-slot }()
 			r.c.startOp(OperationAttach, j.va, j.pair, r.now)
-			err := r.c.attachments.Create(ctx, j.va)
+			stored, err := r.c.attachments.Create(ctx, j.va)
 			r.c.decCreating(r.node.Name)
+			if err == nil && stored != nil {
+				r.c.createdVA(stored)
+			}
 			if err != nil {
 				r.c.abortOp(j.va.Name)
 				r.c.unexpectVA(j.va, j.pair.ids.sourceKey)

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -18,6 +20,12 @@ const OutOfServiceTaint = "node.kubernetes.io/out-of-service"
 // reconcileDetach handles an attachment no active pod on the node needs. It detaches only
 // what is safe: not reported in use by the kubelet (unless the node is out of service or not
 // Ready for longer than MaxWaitForUnmount), and only after node status stopped listing it.
+//
+// The informer's Node may be older than the truth (after an API server restart the Node
+// watch can come back long after the Pod and VolumeAttachment ones), so the cache can only
+// stop a detach, never allow one: every step that moves a detach forward (removing the volume
+// from node status, deleting the VolumeAttachment, calling the in-tree detacher) is decided
+// on the Node as the API server has it now, read once per reconcile.
 func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	logger := klog.FromContext(ctx)
 	st := &PairState{
@@ -35,30 +43,107 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
 		return
 	}
-	forced := ""
-	if inUse, why := volumeInUse(r.node, a); inUse {
-		force, forceWhy, wait := r.c.forceDetach(r.node, r.now)
-		if !force {
-			st.Phase = PhaseDetachBlocked
-			st.Reason = why + "; it is detached once the kubelet unmounts it"
-			if wait > 0 {
-				st.Reason += fmt.Sprintf(", or in %s if the node stays not Ready", wait.Round(time.Second))
-				r.retryIn(wait)
-			}
-			return
-		}
-		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), r.node.Name, forceWhy, why)
-		r.c.eventOnce(r.node, "node:"+r.node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
-		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
-		forced = forcedLabel(r.node)
+	if r.inUseBlocks(r.node, a, st) {
+		return
 	}
-	if a.uniqueName != "" && listed(r.node, a.uniqueName) {
+	node, err := r.freshNode(ctx)
+	switch {
+	case err != nil:
+		st.Phase = PhaseDetachBlocked
+		st.Reason = "reading the node from the API server before detaching failed; retrying: " + err.Error()
+		r.errs = append(r.errs, err)
+		return
+	case node == nil:
+		st.Phase = PhaseDetachBlocked
+		st.Reason = "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion"
+		return
+	case !managed(node):
+		st.Phase = PhaseDetachBlocked
+		st.Reason = "the node no longer has the " + ManagedAnnotation + " annotation; adc leaves its volumes alone"
+		return
+	}
+	if r.inUseBlocks(node, a, st) {
+		return
+	}
+	forced := ""
+	if inUse, why := volumeInUse(node, a); inUse {
+		_, forceWhy, _ := r.c.forceDetach(node, r.now)
+		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, forceWhy, why)
+		r.c.eventOnce(node, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
+		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
+		forced = forcedLabel(node)
+	}
+	if a.uniqueName != "" && listed(node, a.uniqueName) {
 		r.c.markDetaching(r.node.Name, a.uniqueName)
 		st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
 		return
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
 	r.detach(ctx, a, forced)
+}
+
+// inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
+// to detach it anyway; then it fills in why and when to look again.
+func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool {
+	inUse, why := volumeInUse(node, a)
+	if !inUse {
+		return false
+	}
+	force, _, wait := r.c.forceDetach(node, r.now)
+	if force {
+		return false
+	}
+	st.Phase = PhaseDetachBlocked
+	st.Reason = why + "; it is detached once the kubelet unmounts it"
+	if wait > 0 {
+		st.Reason += fmt.Sprintf(", or in %s if the node stays not Ready", wait.Round(time.Second))
+		r.retryIn(wait)
+	}
+	return true
+}
+
+// freshNode reads the reconciled node from the API server (a quorum read, not the informer
+// cache), once per reconcile; nil, nil when the API server no longer has it. Only detaches
+// read it, so attaches and the steady state cost no GET.
+func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
+	if !r.freshRead {
+		r.freshRead = true
+		r.fresh, r.freshErr = r.c.readNode(ctx, r.node.Name)
+	}
+	return r.fresh, r.freshErr
+}
+
+// readNode is one quorum read of a Node, counted for the detach-safety metric.
+func (c *Controller) readNode(ctx context.Context, name string) (*v1.Node, error) {
+	node, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if c.opts.Observer != nil {
+		c.opts.Observer.NodeRead(nodeReadResult(err))
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s from the API server to confirm a detach is safe: %w", name, err)
+	}
+	return node, nil
+}
+
+// NodeReadResult values label the fresh Node reads that confirm detaches.
+const (
+	NodeReadOK       = "ok"
+	NodeReadNotFound = "not-found"
+	NodeReadError    = "error"
+)
+
+func nodeReadResult(err error) string {
+	switch {
+	case err == nil:
+		return NodeReadOK
+	case apierrors.IsNotFound(err):
+		return NodeReadNotFound
+	default:
+		return NodeReadError
+	}
 }
 
 // forcedLabel is the forced-detach metric reason for a node that allows a forced detach.
@@ -77,7 +162,9 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 	logger := klog.FromContext(ctx)
 	if a.va != nil {
 		r.c.startOp(OperationDetach, a.va, nil, r.now)
+		r.c.requestDelete(a.va, r.now)
 		if err := r.c.attachments.Delete(ctx, a.va.Name, a.va.UID); err != nil {
+			r.c.cancelDelete(a.va)
 			r.c.abortOp(a.va.Name)
 			r.errs = append(r.errs, err)
 			return
@@ -85,7 +172,6 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 		if forced != "" {
 			r.c.forced(forced)
 		}
-		r.c.requestedDelete(a.va.Name, r.now)
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
 		return
 	}
@@ -178,6 +264,21 @@ func displayAttachment(a *attachment) string {
 func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Time) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
+	c.mu.Lock()
+	inTreeLeft := len(c.world.inTree[name])
+	c.mu.Unlock()
+	if len(objs) > 0 || inTreeLeft > 0 {
+		// The cache may miss a node that exists (its watch is behind); force-detach only what
+		// the API server confirms gone.
+		node, err := c.readNode(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		if node != nil {
+			logger.V(2).Info("Node is missing from the informer cache but the API server has it; detaching nothing until the cache catches up")
+			return 0, nil
+		}
+	}
 	r := &nodeRun{c: c, node: &v1.Node{}, now: now, events: map[eventKey]bool{}}
 	r.node.Name = name
 	var states []PairState
@@ -189,7 +290,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
 			Reason: "the node was deleted; detaching"})
 		c.mu.Lock()
-		_, requested := c.world.deleteRequested[va.Name]
+		requested := c.deleteRequestedLocked(va)
 		c.mu.Unlock()
 		if va.DeletionTimestamp != nil || requested {
 			continue

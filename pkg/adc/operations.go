@@ -43,6 +43,10 @@ type Operation struct {
 type Observer interface {
 	OperationCompleted(Operation)
 	ForcedDetach(reason string)
+	// NodeRead is told about each fresh (quorum) read of a Node that confirms a detach, with
+	// its result (NodeReadOK, NodeReadNotFound, NodeReadError): the price of never detaching
+	// on a stale cache.
+	NodeRead(result string)
 }
 
 // ForcedDetachReason values label the forced detach counter.

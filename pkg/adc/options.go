@@ -42,6 +42,10 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Clock is injectable so tests can drive backoff and force-detach timing.
 	Clock clock.WithTicker
+	// ExpectationCheckInterval is how often pending VolumeAttachment expectations are held
+	// against the informer store, to end those the store proves over after a watch gap or a
+	// relist (no event says so). It reads memory only.
+	ExpectationCheckInterval time.Duration
 	// CRDPollInterval is how often adc looks for the seed-API CSINodeInfo CRD when the node
 	// migration source needs it and it is not installed yet.
 	CRDPollInterval time.Duration
@@ -71,8 +75,9 @@ func DefaultOptions() Options {
 			MaxInterval:         2 * time.Minute,
 			RandomizationFactor: 0.2,
 		},
-		Clock:           clock.RealClock{},
-		CRDPollInterval: 30 * time.Second,
+		Clock:                    clock.RealClock{},
+		CRDPollInterval:          30 * time.Second,
+		ExpectationCheckInterval: time.Second,
 	}
 }
 
@@ -111,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = d.CRDPollInterval
+	}
+	if o.ExpectationCheckInterval == 0 {
+		o.ExpectationCheckInterval = d.ExpectationCheckInterval
 	}
 	return o
 }

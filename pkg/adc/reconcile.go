@@ -29,6 +29,11 @@ type nodeRun struct {
 	held       map[pairKey]bool
 	events     map[eventKey]bool
 	pods       map[string]bool
+	// fresh is the node as the API server had it when a detach of this run first needed it
+	// (freshNode); nil with freshRead set means the API server no longer has it.
+	fresh     *v1.Node
+	freshErr  error
+	freshRead bool
 	// started maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
 	started map[string]*attachment
@@ -67,6 +72,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	pairs := c.desiredPairs(node)
 	atts := c.actualAttachments(node, now)
+	c.pruneDetaching(name, atts)
 	idx := indexAttachments(atts)
 	toCreate := 0
 	for _, p := range pairs {

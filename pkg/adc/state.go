@@ -1,8 +1,6 @@
 package adc
 
 import (
-	"time"
-
 	storagev1 "k8s.io/api/storage/v1"
 )
 
@@ -80,22 +78,6 @@ func (c *Controller) release(sourceKey, node string) {
 	}
 }
 
-func (c *Controller) expectVA(va *storagev1.VolumeAttachment, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.world.expectedVAs[va.Name] = expectedVA{va: va, created: now}
-}
-
-// unexpectVA forgets a create that failed and the reservation made for it.
-func (c *Controller) unexpectVA(va *storagev1.VolumeAttachment, sourceKey string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.expectedVAs, va.Name)
-	if c.world.reservations[sourceKey] == va.Spec.NodeName {
-		delete(c.world.reservations, sourceKey)
-	}
-}
-
 func (c *Controller) decCreating(node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,6 +115,24 @@ func (c *Controller) markDetaching(node, unique string) {
 	c.world.detaching[node][unique] = true
 }
 
+// pruneDetaching forgets detaches whose attachment is gone: they are over.
+func (c *Controller) pruneDetaching(node string, atts []*attachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.world.detaching[node]) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(atts))
+	for _, a := range atts {
+		present[a.uniqueName] = true
+	}
+	for unique := range c.world.detaching[node] {
+		if !present[unique] {
+			delete(c.world.detaching[node], unique)
+		}
+	}
+}
+
 // cancelDetach is called when a volume being detached is needed again before its detach
 // started: it goes back into the node's status.
 func (c *Controller) cancelDetach(node, unique string) {
@@ -144,12 +144,6 @@ func (c *Controller) cancelDetach(node, unique string) {
 	delete(c.world.detaching[node], unique)
 }
 
-func (c *Controller) requestedDelete(name string, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.world.deleteRequested[name] = now
-}
-
 // forgetNode drops everything remembered about a node that adc no longer manages.
 func (c *Controller) forgetNode(node string) {
 	c.mu.Lock()
@@ -159,6 +153,7 @@ func (c *Controller) forgetNode(node string) {
 	delete(c.world.detaching, node)
 	delete(c.world.creating, node)
 	delete(c.world.unlistedSince, node)
+	delete(c.world.written, node)
 	for k := range c.world.held {
 		if k.node == node {
 			delete(c.world.held, k)

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 )
 
@@ -29,7 +30,7 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	}
 	atts := c.actualAttachments(node, now)
 	want, pending := c.volumesAttachedFor(node, atts)
-	have := node.Status.VolumesAttached
+	have := c.volumesAttachedNow(node)
 	if sameVolumes(want, have) {
 		c.clearUnlisted(name)
 		return 0, nil
@@ -41,10 +42,18 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 			return wait, nil
 		}
 	}
-	if err := c.status.PatchVolumesAttached(ctx, name, want); err != nil {
+	patched, err := c.status.PatchVolumesAttached(ctx, name, want)
+	if err != nil {
 		return 0, err
 	}
+	c.wrote(name, patched, want)
 	c.clearUnlisted(name)
+	if c.removedDetaching(name, want, have) {
+		// A removal that gates a detach is written: the detach can go on now, without waiting
+		// for the Node watch to bring the write back (it may be late; the detach itself reads
+		// the node fresh).
+		c.enqueueNode(name)
+	}
 	logger.V(4).Info("Updated node status.volumesAttached", "volumes", len(want), "previously", len(have))
 	return 0, nil
 }
@@ -132,6 +141,57 @@ func onlyAdds(want, have []v1.AttachedVolume) bool {
 		}
 	}
 	return true
+}
+
+// writtenStatus is what adc last wrote to a node's status.volumesAttached, at the
+// resourceVersion the write produced.
+type writtenStatus struct {
+	resourceVersion string
+	volumes         []v1.AttachedVolume
+}
+
+// wrote remembers a status write until the Node informer shows it.
+func (c *Controller) wrote(node string, patched *v1.Node, volumes []v1.AttachedVolume) {
+	if patched == nil || patched.ResourceVersion == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.world.written[node] = writtenStatus{resourceVersion: patched.ResourceVersion, volumes: volumes}
+}
+
+// volumesAttachedNow is the node's status.volumesAttached as adc knows it: the informer's copy,
+// or what adc last wrote when the informer has not shown that write yet (its Node watch may be
+// far behind), so a status write is neither repeated nor missed because of a stale cache.
+func (c *Controller) volumesAttachedNow(node *v1.Node) []v1.AttachedVolume {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.world.written[node.Name]
+	if !ok {
+		return node.Status.VolumesAttached
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(w.resourceVersion, node.ResourceVersion); err == nil && cmp > 0 {
+		return w.volumes
+	}
+	delete(c.world.written, node.Name)
+	return node.Status.VolumesAttached
+}
+
+// removedDetaching reports whether going from have to want drops a volume that is being
+// detached.
+func (c *Controller) removedDetaching(node string, want, have []v1.AttachedVolume) bool {
+	kept := make(map[v1.UniqueVolumeName]bool, len(want))
+	for _, v := range want {
+		kept[v.Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range have {
+		if !kept[v.Name] && c.world.detaching[node][string(v.Name)] {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) unlistedSince(node string, now time.Time) time.Time {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	storagev1 "k8s.io/api/storage/v1"
 )
 
 // world is the controller's memory between reconciles: what it cannot read back from the
@@ -20,10 +19,12 @@ type world struct {
 	// before their detach; a volume is detached only once the node no longer lists it.
 	detaching map[string]map[string]bool
 	// expectedVAs are VolumeAttachments created but not yet seen by the informer, so a
-	// reconcile in between neither creates them again nor misses them in checks.
-	expectedVAs map[string]expectedVA
-	// deleteRequested are VolumeAttachments whose delete was sent, to not send it twice.
-	deleteRequested map[string]time.Time
+	// reconcile in between neither creates them again nor misses them in checks (see
+	// expectations.go for when they end).
+	expectedVAs map[string]*expectedVA
+	// deleteRequested are VolumeAttachments whose delete was sent, by name, for the UID the
+	// delete was for, to not send it twice.
+	deleteRequested map[string]deleteRequest
 	// reservations hold a ReadWriteOnce volume for the node whose attach is in flight, so two
 	// workers never attach it to two nodes at once. Key: volume source key.
 	reservations map[string]string
@@ -40,6 +41,9 @@ type world struct {
 	// unlistedSince is when the oldest attached-but-unlisted volume of a node was first seen
 	// by the status worker, to bound how long coalescing may delay it.
 	unlistedSince map[string]time.Time
+	// written is, per node, the status.volumesAttached adc wrote last, kept until the Node
+	// informer shows that write.
+	written map[string]writtenStatus
 	// attaching and detachingOps are CSI operations under way, by VolumeAttachment name,
 	// ended by the informer for the recent-operations list and metrics.
 	attaching    map[string]*pendingOp
@@ -49,11 +53,6 @@ type world struct {
 type inTreeAttachment struct {
 	volume     InTreeVolume
 	devicePath string
-}
-
-type expectedVA struct {
-	va      *storagev1.VolumeAttachment
-	created time.Time
 }
 
 type pairKey struct{ node, pod, volume string }
@@ -72,41 +71,18 @@ func newWorld() *world {
 		inTree:          map[string]map[string]inTreeAttachment{},
 		inTreeSeeded:    map[string]bool{},
 		detaching:       map[string]map[string]bool{},
-		expectedVAs:     map[string]expectedVA{},
-		deleteRequested: map[string]time.Time{},
+		expectedVAs:     map[string]*expectedVA{},
+		deleteRequested: map[string]deleteRequest{},
 		reservations:    map[string]string{},
 		waiters:         map[string]map[string]bool{},
 		held:            map[pairKey]*heldPair{},
 		events:          map[eventKey]string{},
 		creating:        map[string]int{},
 		unlistedSince:   map[string]time.Time{},
+		written:         map[string]writtenStatus{},
 		attaching:       map[string]*pendingOp{},
 		detachingOps:    map[string]*pendingOp{},
 	}
-}
-
-// expectationTTL bounds how long an unobserved create or delete is trusted; after it the
-// caches are believed again (the watch may have missed nothing but the write may have).
-const expectationTTL = time.Minute
-
-// observedVA is called by the VolumeAttachment informer: the cache now has it.
-func (c *Controller) observedVA(va *storagev1.VolumeAttachment) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.expectedVAs, va.Name)
-	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
-		delete(c.world.reservations, key)
-	}
-}
-
-// goneVA is called when a VolumeAttachment is deleted; it returns the nodes that waited for
-// that volume to leave its node.
-func (c *Controller) goneVA(va *storagev1.VolumeAttachment) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.deleteRequested, va.Name)
-	delete(c.world.expectedVAs, va.Name)
-	return c.takeWaitersLocked(vaSourceKey(va))
 }
 
 func (c *Controller) takeWaitersLocked(key string) []string {

@@ -25,6 +25,9 @@ const (
 	MultiAttachName = "adc_multi_attach_blocked_pairs"
 	// VersionSkewName counts pairs held because of version skew.
 	VersionSkewName = "adc_version_skew_pairs"
+	// DetachNodeReadsName counts the fresh (quorum) Node reads that confirm detaches, by
+	// result: what never detaching on a stale cache costs in API calls.
+	DetachNodeReadsName = "adc_detach_node_reads_total"
 )
 
 // Label values of upstream's metrics.

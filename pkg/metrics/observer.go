@@ -28,6 +28,15 @@ func newForcedDetaches() *k8smetrics.CounterVec {
 	}, []string{"reason"})
 }
 
+// newDetachNodeReads returns adc_detach_node_reads_total.
+func newDetachNodeReads() *k8smetrics.CounterVec {
+	return k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Name:           DetachNodeReadsName,
+		Help:           "Fresh (quorum) reads of a Node that adc made to confirm a detach is safe, by result",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"result"})
+}
+
 var _ adc.Observer = (*Metrics)(nil)
 
 // OperationCompleted records a finished attach or detach in storage_operation_duration_seconds
@@ -53,4 +62,9 @@ func (m *Metrics) OperationCompleted(op adc.Operation) {
 // ForcedDetach counts a forced detach by reason (out-of-service, timeout, node-deleted).
 func (m *Metrics) ForcedDetach(reason string) {
 	m.forced().WithLabelValues(reason).Inc()
+}
+
+// NodeRead counts a fresh Node read made before a detach, by result (ok, not-found, error).
+func (m *Metrics) NodeRead(result string) {
+	m.nodeReads.WithLabelValues(result).Inc()
 }

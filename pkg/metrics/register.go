@@ -31,12 +31,13 @@ type Registry interface {
 type Metrics struct {
 	ops            atomic.Pointer[k8smetrics.HistogramVec]
 	forcedDetaches atomic.Pointer[k8smetrics.CounterVec]
+	nodeReads      *k8smetrics.CounterVec
 	source         *viewSource
 }
 
 // New returns an unregistered set of metrics reading no controller yet.
 func New() *Metrics {
-	m := &Metrics{source: &viewSource{}}
+	m := &Metrics{source: &viewSource{}, nodeReads: newDetachNodeReads()}
 	m.ops.Store(newOperationDuration(k8smetrics.ALPHA))
 	m.forcedDetaches.Store(newForcedDetaches())
 	return m
@@ -93,6 +94,12 @@ func (m *Metrics) Register(r Registry) error {
 		m.forcedDetaches.Store(c)
 	default:
 		logger.Info("A host registered " + ForcedDetachesName + " with other labels or help; adc's forced detaches are not counted in it")
+	}
+
+	if _, taken, err := register(r, m.nodeReads); err != nil {
+		return fmt.Errorf("registering %s: %w", DetachNodeReadsName, err)
+	} else if taken {
+		logger.Info("A host already registered " + DetachNodeReadsName + "; adc's copy is not exported")
 	}
 
 	for _, c := range []k8smetrics.StableCollector{newUpstreamCollector(m.source), newRolloutCollector(m.source)} {

@@ -14,9 +14,11 @@ import (
 // AttachmentWriter creates and deletes VolumeAttachments. It is an interface so tests and
 // hosts can wrap it (count, fail, delay) without a fake clientset.
 type AttachmentWriter interface {
-	// Create creates the VolumeAttachment; one that already exists counts as success, so a
-	// restarted controller never fails on, or duplicates, its own earlier work.
-	Create(ctx context.Context, va *storagev1.VolumeAttachment) error
+	// Create creates the VolumeAttachment and returns it as stored (UID and resourceVersion
+	// set), so the caller's expectation can be matched against what its informer shows later.
+	// One that already exists counts as success and is returned as it is, so a restarted
+	// controller never fails on, or duplicates, its own earlier work.
+	Create(ctx context.Context, va *storagev1.VolumeAttachment) (*storagev1.VolumeAttachment, error)
 	// Delete deletes the VolumeAttachment with the given UID; a missing one counts as success.
 	Delete(ctx context.Context, name string, uid types.UID) error
 }
@@ -42,12 +44,22 @@ func NewVolumeAttachment(name, driver, nodeName string, source storagev1.VolumeA
 }
 
 // Create implements AttachmentWriter.
-func (w *ClientAttachmentWriter) Create(ctx context.Context, va *storagev1.VolumeAttachment) error {
-	_, err := w.Client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{FieldManager: FieldManager})
-	if err == nil || apierrors.IsAlreadyExists(err) {
-		return nil
+func (w *ClientAttachmentWriter) Create(ctx context.Context, va *storagev1.VolumeAttachment) (*storagev1.VolumeAttachment, error) {
+	api := w.Client.StorageV1().VolumeAttachments()
+	created, err := api.Create(ctx, va, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil {
+		return created, nil
 	}
-	return fmt.Errorf("creating VolumeAttachment %s for driver %s on node %s: %w", va.Name, va.Spec.Attacher, va.Spec.NodeName, err)
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating VolumeAttachment %s for driver %s on node %s: %w", va.Name, va.Spec.Attacher, va.Spec.NodeName, err)
+	}
+	// Rare (a restart raced its own earlier create, or the informer is behind): read the
+	// existing object once so the caller knows which one it is waiting for.
+	existing, err := api.Get(ctx, va.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading VolumeAttachment %s, which already exists, for node %s: %w", va.Name, va.Spec.NodeName, err)
+	}
+	return existing, nil
 }
 
 // Delete implements AttachmentWriter.

@@ -13,9 +13,10 @@ import (
 
 // StatusWriter replaces a Node's status.volumesAttached. adc is the only writer of that field
 // (the kubelet owns volumesInUse), so the whole list is written in one merge patch, with no
-// read first.
+// read first. It returns the Node as the API server stored it, so the caller knows what it
+// wrote even while its Node informer lags behind.
 type StatusWriter interface {
-	PatchVolumesAttached(ctx context.Context, nodeName string, volumes []v1.AttachedVolume) error
+	PatchVolumesAttached(ctx context.Context, nodeName string, volumes []v1.AttachedVolume) (*v1.Node, error)
 }
 
 // ClientStatusWriter patches Node status through a clientset.
@@ -42,15 +43,15 @@ func VolumesAttachedPatch(volumes []v1.AttachedVolume) ([]byte, error) {
 }
 
 // PatchVolumesAttached implements StatusWriter.
-func (w *ClientStatusWriter) PatchVolumesAttached(ctx context.Context, nodeName string, volumes []v1.AttachedVolume) error {
+func (w *ClientStatusWriter) PatchVolumesAttached(ctx context.Context, nodeName string, volumes []v1.AttachedVolume) (*v1.Node, error) {
 	data, err := VolumesAttachedPatch(volumes)
 	if err != nil {
-		return fmt.Errorf("encoding status.volumesAttached of node %s: %w", nodeName, err)
+		return nil, fmt.Errorf("encoding status.volumesAttached of node %s: %w", nodeName, err)
 	}
-	_, err = w.Client.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, data,
+	node, err := w.Client.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	if err != nil {
-		return fmt.Errorf("patching status.volumesAttached of node %s (%d volumes): %w", nodeName, len(volumes), err)
+		return nil, fmt.Errorf("patching status.volumesAttached of node %s (%d volumes): %w", nodeName, len(volumes), err)
 	}
-	return nil
+	return node, nil
 }

@@ -158,6 +158,12 @@ type runningController struct {
 // startController runs adc on its own informer factory until the test ends or stop is called.
 func (e *testEnv) startController(opts adc.Options) *runningController {
 	e.t.Helper()
+	return e.startControllerWith(e.client, opts)
+}
+
+// startControllerWith runs adc with the given client (e.g. one through a fault proxy).
+func (e *testEnv) startControllerWith(client kubernetes.Interface, opts adc.Options) *runningController {
+	e.t.Helper()
 	if opts.Backoff.InitialInterval == 0 {
 		opts.Backoff = adc.BackoffOptions{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxInterval: 2 * time.Second, RandomizationFactor: 0.1}
 	}
@@ -168,8 +174,11 @@ func (e *testEnv) startController(opts adc.Options) *runningController {
 		opts.CRDPollInterval = 200 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	factory := informers.NewSharedInformerFactory(e.client, 0)
-	ctrl, err := adc.New(e.client, e.cp.Dynamic, factory, opts)
+	if opts.ExpectationCheckInterval == 0 {
+		opts.ExpectationCheckInterval = 100 * time.Millisecond
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctrl, err := adc.New(client, e.cp.Dynamic, factory, opts)
 	if err != nil {
 		cancel()
 		e.t.Fatalf("creating the controller: %v", err)

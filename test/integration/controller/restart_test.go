@@ -31,7 +31,7 @@ func newCountingAttachments(inner volumeattach.AttachmentWriter) *countingAttach
 	return &countingAttachments{inner: inner, creates: map[string]int{}, deletes: map[string]int{}}
 }
 
-func (c *countingAttachments) Create(ctx context.Context, va *storagev1.VolumeAttachment) error {
+func (c *countingAttachments) Create(ctx context.Context, va *storagev1.VolumeAttachment) (*storagev1.VolumeAttachment, error) {
 	c.mu.Lock()
 	c.creates[va.Name]++
 	c.mu.Unlock()

@@ -22,7 +22,7 @@ type countingStatus struct {
 	patches map[string]int
 }
 
-func (c *countingStatus) PatchVolumesAttached(ctx context.Context, node string, vols []v1.AttachedVolume) error {
+func (c *countingStatus) PatchVolumesAttached(ctx context.Context, node string, vols []v1.AttachedVolume) (*v1.Node, error) {
 	c.mu.Lock()
 	if c.patches == nil {
 		c.patches = map[string]int{}
