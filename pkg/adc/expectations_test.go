@@ -1,0 +1,174 @@
+package adc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+// expectationController is a controller with only what the expectation code touches: its
+// memory, a VolumeAttachment store the test fills and bookmarks, and a node queue.
+func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*Controller, *testingclock.FakeClock) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	client := fake.NewClientset()
+	for _, va := range objs {
+		if err := store.Add(va); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.StorageV1().VolumeAttachments().Create(context.Background(), va, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := DefaultOptions()
+	opts.Clock = clk
+	c := &Controller{
+		client: client, opts: opts, vas: store, world: newWorld(),
+		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+	}
+	t.Cleanup(c.nodeQueue.ShutDown)
+	return c, clk
+}
+
+func testVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), ResourceVersion: rv},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}},
+	}
+}
+
+func TestJudgeExpectation(t *testing.T) {
+	created := testVA("csi-a", "n1", "pv1", "uid-1", "100")
+	for _, tc := range []struct {
+		name    string
+		inStore *storagev1.VolumeAttachment
+		storeRV string
+		age     time.Duration
+		// inAPI: the API server still has the created object (for the fallback's GET).
+		inAPI bool
+		want  expectationVerdict
+	}{
+		{"store behind the create: pending", nil, "90", 0, false, expectationPending},
+		{"store synced past the create without the object: gone", nil, "120", 0, false, expectationGone},
+		{"store exactly at the create without the object: gone", nil, "100", 0, false, expectationGone},
+		{"store holds the very object: seen", created, "100", 0, true, expectationSeen},
+		{"store holds a newer object under the name: gone", testVA("csi-a", "n1", "pv1", "uid-2", "130"), "130", 0, false, expectationGone},
+		{"store holds an older object under the name: pending", testVA("csi-a", "n1", "pv1", "uid-0", "50"), "90", 0, false, expectationPending},
+		{"no store resourceVersion, young: pending", nil, "", time.Second, false, expectationPending},
+		{"no store resourceVersion, old, the API server has it: pending", nil, "", 2 * expectationTTL, true, expectationPending},
+		{"no store resourceVersion, old, the API server has none: gone", nil, "", 2 * expectationTTL, false, expectationGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk := expectationController(t)
+			if tc.inStore != nil {
+				c, clk = expectationController(t, tc.inStore)
+			}
+			if tc.inAPI && tc.inStore == nil {
+				if _, err := c.client.StorageV1().VolumeAttachments().Create(context.Background(), created, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := &expectedVA{va: created, stored: true, since: clk.Now().Add(-tc.age)}
+			_, ctx := ktesting.NewTestContext(t)
+			if got := c.judgeExpectation(ctx, e, tc.storeRV, clk.Now()); got != tc.want {
+				t.Errorf("verdict = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// A VolumeAttachment created and deleted while the watch was away: once the store has
+// relisted past it, the expectation, the ReadWriteOnce reservation and the waiting node's
+// wait all end.
+func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
+	c, clk := expectationController(t)
+	va := testVA("csi-a", "n1", "pv1", "", "")
+	c.expectVA(va, clk.Now())
+	c.world.reservations["pv:pv1"] = "n1"
+	c.world.waiters["pv:pv1"] = map[string]bool{"n2": true}
+	c.createdVA(testVA("csi-a", "n1", "pv1", "uid-1", "100"))
+	_, ctx := ktesting.NewTestContext(t)
+
+	c.vas.Bookmark("99")
+	c.checkExpectations(ctx)
+	if c.world.expectedVAs["csi-a"] == nil || c.world.reservations["pv:pv1"] != "n1" {
+		t.Fatalf("expectation or reservation ended before the store reached the create")
+	}
+
+	c.vas.Bookmark("150")
+	c.checkExpectations(ctx)
+	if c.world.expectedVAs["csi-a"] != nil {
+		t.Errorf("expectation still pending after the store synced past it")
+	}
+	if holder := c.world.reservations["pv:pv1"]; holder != "" {
+		t.Errorf("reservation still held by %q", holder)
+	}
+	woken := map[string]bool{}
+	for c.nodeQueue.Len() > 0 {
+		n, _ := c.nodeQueue.Get()
+		woken[n] = true
+		c.nodeQueue.Done(n)
+	}
+	if !woken["n1"] || !woken["n2"] {
+		t.Errorf("woken nodes = %v, want n1 (its actual state changed) and n2 (it waited for the volume)", woken)
+	}
+}
+
+func TestDeleteExpectationFollowsTheObject(t *testing.T) {
+	old := testVA("csi-a", "n1", "pv1", "uid-1", "100")
+	renewed := testVA("csi-a", "n1", "pv1", "uid-2", "130")
+	for _, tc := range []struct {
+		name string
+		// events run after the delete request of old
+		events       func(c *Controller)
+		wantDeleting map[*storagev1.VolumeAttachment]bool
+	}{
+		{"before any event the old object is deleting, a new one is not", func(*Controller) {},
+			map[*storagev1.VolumeAttachment]bool{old: true, renewed: false}},
+		{"the delete event ends it", func(c *Controller) { c.goneVA(old) },
+			map[*storagev1.VolumeAttachment]bool{old: false, renewed: false}},
+		{"a delete event of another object keeps it", func(c *Controller) { c.goneVA(testVA("csi-a", "n1", "pv1", "uid-0", "90")) },
+			map[*storagev1.VolumeAttachment]bool{old: true}},
+		{"a new object under the name ends it", func(c *Controller) { c.observedVA(renewed) },
+			map[*storagev1.VolumeAttachment]bool{old: false, renewed: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk := expectationController(t)
+			c.requestDelete(old, clk.Now())
+			tc.events(c)
+			for va, want := range tc.wantDeleting {
+				c.mu.Lock()
+				got := c.deleteRequestedLocked(va)
+				c.mu.Unlock()
+				if got != want {
+					t.Errorf("deleting(%s) = %v, want %v", va.UID, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A delete event that arrives before the Delete call returns (the order a slow response
+// produces) leaves nothing behind: the request was recorded before the call.
+func TestDeleteEventBeforeCallReturns(t *testing.T) {
+	c, clk := expectationController(t)
+	va := testVA("csi-a", "n1", "pv1", "uid-1", "100")
+	c.requestDelete(va, clk.Now())
+	c.goneVA(va) // the informer, while Delete is in flight
+	// Delete returns: nothing more is recorded.
+	if len(c.world.deleteRequested) != 0 {
+		t.Errorf("delete requests left: %v", c.world.deleteRequested)
+	}
+}
