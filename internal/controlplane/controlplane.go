@@ -4,11 +4,15 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -32,6 +36,8 @@ type ControlPlane struct {
 	KubeconfigPath string
 	// Env is the underlying envtest environment, for adding users.
 	Env *envtest.Environment
+
+	restartable bool
 }
 
 // AssetsDir returns where the control plane binaries are: KUBEBUILDER_ASSETS when set,
@@ -52,7 +58,21 @@ func AssetsDir() string {
 
 // Start starts a control plane. The returned stop function stops it and removes everything
 // it created.
-func Start() (*ControlPlane, func(), error) {
+func Start() (*ControlPlane, func(), error) { return StartWithOptions(Options{}) }
+
+// restartStopTimeout bounds a graceful stop of a restartable control plane's processes.
+const restartStopTimeout = 3 * time.Second
+
+// Options change how StartWithOptions starts a control plane; the zero value is Start.
+type Options struct {
+	// Restartable keeps the kube-apiserver's serving certificates, client CA and port in a
+	// folder of their own, so that RestartAPIServer can stop and start it again while every
+	// rest.Config and kubeconfig handed out stays valid (fault-injection tests need this).
+	Restartable bool
+}
+
+// StartWithOptions starts a control plane as Start does, changed by opts.
+func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 	dir := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
@@ -60,11 +80,31 @@ func Start() (*ControlPlane, func(), error) {
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	var certDir string
+	if opts.Restartable {
+		var err error
+		if certDir, err = os.MkdirTemp("", "adc-apiserver-certs-"); err != nil {
+			return nil, nil, fmt.Errorf("creating a folder for the kube-apiserver certificates: %w", err)
+		}
+		// A fixed CertDir is not removed by Stop, so a restart reuses the serving
+		// certificates; the client CA lives in the APIServer's authenticator and the port in
+		// its SecureServing, both kept across Stop and Start.
+		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+		// kube-apiserver's graceful shutdown can outlast envtest's default 20 s with watches
+		// open; after this long it is killed, which is a fair kind of restart too.
+		env.ControlPlaneStopTimeout = restartStopTimeout
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		if certDir != "" {
+			_ = os.RemoveAll(certDir)
+		}
 		return nil, nil, fmt.Errorf("starting the control plane from %s: %w", dir, err)
 	}
 	cleanup := []func(){func() { _ = env.Stop() }}
+	if certDir != "" {
+		cleanup = []func(){func() { _ = os.RemoveAll(certDir) }, cleanup[0]}
+	}
 	stop := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
@@ -91,8 +131,47 @@ func Start() (*ControlPlane, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env}, stop, nil
+	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, restartable: opts.Restartable}, stop, nil
 }
+
+// RestartAPIServer stops the kube-apiserver, runs whileDown (for example to compact etcd, so
+// that every watch must relist after the restart) and starts it again on the same port with
+// the same certificates. It needs a control plane started with Options.Restartable.
+func (cp *ControlPlane) RestartAPIServer(whileDown func() error) error {
+	if !cp.restartable {
+		return fmt.Errorf("restarting the kube-apiserver: the control plane was not started with Options.Restartable")
+	}
+	api := cp.Env.ControlPlane.GetAPIServer()
+	// Stop sends SIGTERM and, after the stop timeout, SIGKILL with an error; either way the
+	// process is going, and the restart waits for its port instead.
+	_ = api.Stop()
+	addr := net.JoinHostPort(api.SecureServing.Address, api.SecureServing.Port)
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true, nil
+		}
+		_ = conn.Close()
+		return false, nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the stopped kube-apiserver to free %s: %w", addr, err)
+	}
+	var downErr error
+	if whileDown != nil {
+		downErr = whileDown()
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting the kube-apiserver again: %w", err)
+	}
+	if downErr != nil {
+		return fmt.Errorf("while the kube-apiserver was down: %w", downErr)
+	}
+	return nil
+}
+
+// EtcdURL returns the client URL of the control plane's etcd, for tests that read or compact
+// the storage directly.
+func (cp *ControlPlane) EtcdURL() string { return cp.Env.ControlPlane.Etcd.URL.String() }
 
 // WriteKubeconfig writes cfg as a kubeconfig file, so commands can be pointed at it.
 func WriteKubeconfig(cfg *rest.Config, path string) error {

@@ -264,11 +264,30 @@ func displayAttachment(a *attachment) string {
 func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Time) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
+	var states []PairState
+	var toDetach []*storagev1.VolumeAttachment
+	for _, obj := range objs {
+		va, ok := obj.(*storagev1.VolumeAttachment)
+		if !ok {
+			continue
+		}
+		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
+			Reason: "the node was deleted; detaching"})
+		c.mu.Lock()
+		requested := c.deleteRequestedLocked(va)
+		c.mu.Unlock()
+		if va.DeletionTimestamp == nil && !requested {
+			toDetach = append(toDetach, va)
+		}
+	}
 	c.mu.Lock()
-	inTreeLeft := len(c.world.inTree[name])
+	var inTree []inTreeAttachment
+	for _, it := range c.world.inTree[name] {
+		inTree = append(inTree, it)
+	}
 	c.mu.Unlock()
-	if len(objs) > 0 || inTreeLeft > 0 {
-		// The cache may miss a node that exists (its watch is behind); force-detach only what
+	if len(toDetach) > 0 || len(inTree) > 0 {
+		// The cache may miss a node that exists (its watch is behind): force-detach only what
 		// the API server confirms gone.
 		node, err := c.readNode(ctx, name)
 		if err != nil {
@@ -281,30 +300,11 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	}
 	r := &nodeRun{c: c, node: &v1.Node{}, now: now, events: map[eventKey]bool{}}
 	r.node.Name = name
-	var states []PairState
-	for _, obj := range objs {
-		va, ok := obj.(*storagev1.VolumeAttachment)
-		if !ok {
-			continue
-		}
-		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
-			Reason: "the node was deleted; detaching"})
-		c.mu.Lock()
-		requested := c.deleteRequestedLocked(va)
-		c.mu.Unlock()
-		if va.DeletionTimestamp != nil || requested {
-			continue
-		}
+	for _, va := range toDetach {
 		c.recorder.Eventf(va, v1.EventTypeWarning, ReasonForcedDetach, "Force-detaching: node %s was deleted", name)
 		logger.Info("Force-detaching volume of deleted node", "volumeAttachment", klog.KObj(va))
 		r.detach(ctx, &attachment{va: va, driver: va.Spec.Attacher}, ForcedDetachNodeDeleted)
 	}
-	c.mu.Lock()
-	var inTree []inTreeAttachment
-	for _, it := range c.world.inTree[name] {
-		inTree = append(inTree, it)
-	}
-	c.mu.Unlock()
 	for i := range inTree {
 		it := inTree[i]
 		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName}, ForcedDetachNodeDeleted)

@@ -29,8 +29,8 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 		return 0, err
 	}
 	atts := c.actualAttachments(node, now)
-	want, pending := c.volumesAttachedFor(node, atts)
 	have := c.volumesAttachedNow(node)
+	want, pending := c.volumesAttachedFor(node, have, atts)
 	if sameVolumes(want, have) {
 		c.clearUnlisted(name)
 		return 0, nil
@@ -58,9 +58,9 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	return 0, nil
 }
 
-// volumesAttachedFor computes what the node's status.volumesAttached should list, and how
-// many attaches of the node are still in flight.
-func (c *Controller) volumesAttachedFor(node *v1.Node, atts []*attachment) ([]v1.AttachedVolume, int) {
+// volumesAttachedFor computes what the node's status.volumesAttached should list, given what
+// it lists now (have), and how many attaches of the node are still in flight.
+func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume, atts []*attachment) ([]v1.AttachedVolume, int) {
 	c.mu.Lock()
 	detaching := make(map[string]bool, len(c.world.detaching[node.Name]))
 	for k := range c.world.detaching[node.Name] {
@@ -102,7 +102,7 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, atts []*attachment) ([]v1
 	}
 	for drv := range keepDrivers {
 		prefix := csiUniquePrefix + drv + "^"
-		for _, av := range node.Status.VolumesAttached {
+		for _, av := range have {
 			if n := string(av.Name); strings.HasPrefix(n, prefix) && !seen[n] && !detaching[n] {
 				seen[n] = true
 				want = append(want, av)

@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,9 @@ import (
 
 // ExternalAttacher is a SIMULATED CSI external-attacher: for every VolumeAttachment of the
 // drivers it serves, it marks the attachment attached (or failed) in the status, as the real
-// external-attacher does after ControllerPublishVolume. It adds no finalizer, so a deleted
-// VolumeAttachment is gone at once (the detach is instant).
+// external-attacher does after ControllerPublishVolume. By default it adds no finalizer, so a
+// deleted VolumeAttachment is gone at once (the detach is instant); Finalizer makes it keep
+// the real one's finalizer, so that a detach takes time and can fail.
 type ExternalAttacher struct {
 	// Client writes VolumeAttachment status.
 	Client kubernetes.Interface
@@ -34,7 +36,32 @@ type ExternalAttacher struct {
 	// Workers is the number of parallel attaches (default 4).
 	Workers int
 
+	// Finalizer makes the simulator behave like the real external-attacher around deletion:
+	// it adds the finalizer external-attacher/<driver with / replaced by -> before it
+	// attaches, and on a VolumeAttachment with a deletionTimestamp it detaches (after
+	// DetachDelay, failing while DetachError says so) and then removes its finalizer. A
+	// deleted VolumeAttachment then stays until the detach is done, as on a real cluster.
+	Finalizer bool
+	// RetryAttachErrors retries a failed attach with backoff, as the real external-attacher
+	// does, instead of waiting for the next change of the VolumeAttachment.
+	RetryAttachErrors bool
+	// DetachDelay, when set, returns how long the detach of va takes (with Finalizer).
+	DetachDelay func(va *storagev1.VolumeAttachment) time.Duration
+	// DetachError, when set and returning non-empty, makes the detach of va fail with the
+	// message in status.detachError; it is retried with backoff (with Finalizer).
+	DetachError func(va *storagev1.VolumeAttachment) string
+
 	attached atomic.Int64
+	detached atomic.Int64
+}
+
+// Detached returns how many detaches the simulator has completed (with Finalizer).
+func (a *ExternalAttacher) Detached() int64 { return a.detached.Load() }
+
+// FinalizerFor returns the finalizer the real external-attacher of driver puts on its
+// VolumeAttachments.
+func FinalizerFor(driver string) string {
+	return "external-attacher/" + strings.ReplaceAll(driver, "/", "-")
 }
 
 // Attached returns how many attaches the simulator has confirmed.
@@ -61,7 +88,11 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "simulated_external_attacher"})
 	enqueue := func(obj interface{}) {
-		if va, ok := obj.(*storagev1.VolumeAttachment); ok && a.serves(va.Spec.Attacher) && !va.Status.Attached && va.DeletionTimestamp == nil {
+		va, ok := obj.(*storagev1.VolumeAttachment)
+		if !ok || !a.serves(va.Spec.Attacher) {
+			return
+		}
+		if !va.Status.Attached && va.DeletionTimestamp == nil || a.Finalizer && va.DeletionTimestamp != nil && hasFinalizer(va) {
 			queue.Add(va.Name)
 		}
 	}
@@ -89,7 +120,7 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 				if quit {
 					return
 				}
-				if err := a.attach(ctx, lister.Get, name); err != nil {
+				if err := a.sync(ctx, lister.Get, name); err != nil {
 					klog.FromContext(ctx).V(4).Info("Simulated external-attacher retrying", "volumeAttachment", name, "err", err)
 					queue.AddRateLimited(name)
 				} else {
@@ -108,14 +139,28 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 	return nil
 }
 
-func (a *ExternalAttacher) attach(ctx context.Context, get func(string) (*storagev1.VolumeAttachment, error), name string) error {
+func (a *ExternalAttacher) sync(ctx context.Context, get func(string) (*storagev1.VolumeAttachment, error), name string) error {
 	va, err := get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || va.Status.Attached || va.DeletionTimestamp != nil {
+	if err != nil {
 		return err
 	}
+	if va.DeletionTimestamp != nil {
+		if a.Finalizer && hasFinalizer(va) {
+			return a.detach(ctx, va)
+		}
+		return nil
+	}
+	if va.Status.Attached {
+		return nil
+	}
+	return a.attach(ctx, va)
+}
+
+func (a *ExternalAttacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	var err error
 	if a.Delay > 0 {
 		select {
 		case <-time.After(a.Delay):
@@ -124,14 +169,27 @@ func (a *ExternalAttacher) attach(ctx context.Context, get func(string) (*storag
 		}
 	}
 	va = va.DeepCopy()
+	if a.Finalizer && !hasFinalizer(va) {
+		va.Finalizers = append(va.Finalizers, FinalizerFor(va.Spec.Attacher))
+		if va, err = a.Client.StorageV1().VolumeAttachments().Update(ctx, va, metav1.UpdateOptions{}); err != nil {
+			return ignoreGone(err)
+		}
+	}
 	if msg := ""; a.AttachError != nil {
 		if msg = a.AttachError(va); msg != "" {
+			retry := error(nil)
+			if a.RetryAttachErrors {
+				retry = fmt.Errorf("simulated attach error: %s", msg)
+			}
 			if va.Status.AttachError != nil && va.Status.AttachError.Message == msg {
-				return nil
+				return retry
 			}
 			va.Status.AttachError = &storagev1.VolumeError{Time: metav1.Now(), Message: msg}
 			_, err = a.Client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{})
-			return ignoreGone(err)
+			if err = ignoreGone(err); err != nil {
+				return err
+			}
+			return retry
 		}
 	}
 	va.Status.Attached = true
@@ -149,4 +207,54 @@ func ignoreGone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// detach is the simulated ControllerUnpublishVolume of a deleted VolumeAttachment: it waits
+// DetachDelay, reports DetachError while it says so, then removes the finalizer, which lets
+// the API server delete the object.
+func (a *ExternalAttacher) detach(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	va = va.DeepCopy()
+	if a.DetachError != nil {
+		if msg := a.DetachError(va); msg != "" {
+			if va.Status.DetachError == nil || va.Status.DetachError.Message != msg {
+				va.Status.DetachError = &storagev1.VolumeError{Time: metav1.Now(), Message: msg}
+				if _, err := a.Client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); ignoreGone(err) != nil {
+					return err
+				}
+			}
+			return fmt.Errorf("simulated detach error: %s", msg)
+		}
+	}
+	if a.DetachDelay != nil {
+		if d := a.DetachDelay(va); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+	mine := FinalizerFor(va.Spec.Attacher)
+	kept := va.Finalizers[:0]
+	for _, f := range va.Finalizers {
+		if f != mine {
+			kept = append(kept, f)
+		}
+	}
+	va.Finalizers = kept
+	if _, err := a.Client.StorageV1().VolumeAttachments().Update(ctx, va, metav1.UpdateOptions{}); err != nil {
+		return ignoreGone(err)
+	}
+	a.detached.Add(1)
+	return nil
+}
+
+func hasFinalizer(va *storagev1.VolumeAttachment) bool {
+	mine := FinalizerFor(va.Spec.Attacher)
+	for _, f := range va.Finalizers {
+		if f == mine {
+			return true
+		}
+	}
+	return false
 }

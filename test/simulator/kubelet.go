@@ -53,6 +53,31 @@ func (k Kubelet) SetReady(ctx context.Context, name string, ready bool, since ti
 	return nil
 }
 
+// SetReadyCondition sets the node's Ready condition to status (True, False or Unknown) with
+// since as its last transition time, as a node lifecycle controller does for a node that
+// stopped heartbeating (Unknown) or a kubelet reporting a problem (False).
+func (k Kubelet) SetReadyCondition(ctx context.Context, name string, status v1.ConditionStatus, since time.Time) error {
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":%q,"reason":"SimulatedKubelet","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+		status, since.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))
+	_, err := k.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("simulated kubelet: setting Ready=%s on node %s: %w", status, name, err)
+	}
+	return nil
+}
+
+// Heartbeat renews the node's Ready=True condition's heartbeat time, keeping its last
+// transition time (conditions merge by type).
+func (k Kubelet) Heartbeat(ctx context.Context, name string) error {
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"SimulatedKubelet","lastHeartbeatTime":%q}]}}`,
+		time.Now().UTC().Format(time.RFC3339))
+	_, err := k.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("simulated kubelet: heartbeat of node %s: %w", name, err)
+	}
+	return nil
+}
+
 // ReportCSINode creates or updates the node's CSINode with the migrated-plugins annotation
 // (comma-separated, as the kubelet writes it) and one entry per driver.
 func (k Kubelet) ReportCSINode(ctx context.Context, nodeName, migratedPlugins string, drivers ...string) error {

@@ -3,7 +3,9 @@
 // controller with a simulated external-attacher, and reports how long until every
 // VolumeAttachment exists, until every node's status.volumesAttached is complete, the
 // p50/p90 over volumes of the time until each is first listed in its node's status (what a
-// waiting pod feels), and the controller's API requests per attach by verb.
+// waiting pod feels), and the controller's API requests per attach by verb. Then it deletes
+// every pod and reports how long until every VolumeAttachment is gone and the requests per
+// detach by verb (each detach is confirmed on a fresh read of its Node: those are the GETs).
 package main
 
 import (
@@ -67,6 +69,10 @@ type Result struct {
 	APIBudget                   time.Duration
 	SteadyStateGETs             int64
 	SteadyStateRequests         int64
+	// AllDetached is the time from deleting every pod until every VolumeAttachment is gone;
+	// DetachRequestsByVerb the controller's requests meanwhile (adc only).
+	AllDetached          time.Duration
+	DetachRequestsByVerb map[string]int64
 }
 
 func main() {
@@ -177,7 +183,7 @@ func run(c config) (*Result, error) {
 	var mu sync.Mutex
 	vaSeen := map[string]time.Time{}
 	listed := map[string]time.Time{}
-	var vaCount, listedCount atomic.Int64
+	var vaCount, listedCount, vaGone atomic.Int64
 	done := make(chan struct{})
 	var doneOnce sync.Once
 	check := func() {
@@ -197,6 +203,7 @@ func run(c config) (*Result, error) {
 			mu.Unlock()
 			check()
 		},
+		DeleteFunc: func(interface{}) { vaGone.Add(1) },
 	})
 	onNode := func(obj interface{}) {
 		n := obj.(*v1.Node)
@@ -258,10 +265,36 @@ wait:
 	time.Sleep(c.steadyWindow) // a measurement window, not a synchronisation
 	steady := counter.snapshot()
 
+	// Detach phase: every pod goes at once (envtest runs no kubelet, so nothing reports the
+	// volumes in use); adc removes each volume from node status, confirms on a fresh read of
+	// the Node and deletes the VolumeAttachment.
+	fmt.Printf("deleting every pod ...\n")
+	detachStart := time.Now()
+	zero := int64(0)
+	if err := adminClient.CoreV1().Pods("bench").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return nil, fmt.Errorf("deleting the pods: %w", err)
+	}
+	for vaGone.Load() < int64(total) {
+		select {
+		case <-progress.C:
+			fmt.Printf("  %5.1fs: %d/%d VolumeAttachments gone\n", time.Since(detachStart).Seconds(), vaGone.Load(), total)
+		case <-timeout:
+			return nil, fmt.Errorf("not detached within %s: %d/%d VolumeAttachments gone", c.timeout, vaGone.Load(), total)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	allDetached := time.Since(detachStart)
+	detached := counter.snapshot()
+
 	mu.Lock()
 	defer mu.Unlock()
 	res := &Result{Nodes: c.nodes, PodsPerNode: c.pods, Volumes: total, QPS: c.qps, Burst: c.burst, Workers: c.workers,
-		RequestsByVerb: converged}
+		RequestsByVerb: converged, AllDetached: allDetached, DetachRequestsByVerb: map[string]int64{}}
+	for k, v := range detached {
+		if d := v - steady[k]; d > 0 {
+			res.DetachRequestsByVerb[k] = d
+		}
+	}
 	var lastVA, lastListed time.Time
 	for _, t := range vaSeen {
 		if t.After(lastVA) {
@@ -354,6 +387,19 @@ func report(w *os.File, r *Result) {
 	}
 	fmt.Fprintf(w, "\n  writes per attach: %.3f\n", r.WritesPerAttach)
 	fmt.Fprintf(w, "  steady state (after convergence): %d GETs, %d requests in all\n", r.SteadyStateGETs, r.SteadyStateRequests)
+	fmt.Fprintf(w, "  every pod deleted -> every VolumeAttachment gone: %.2fs\n", r.AllDetached.Seconds())
+	if len(r.DetachRequestsByVerb) > 0 {
+		verbs = verbs[:0]
+		for v := range r.DetachRequestsByVerb {
+			verbs = append(verbs, v)
+		}
+		sort.Strings(verbs)
+		fmt.Fprintf(w, "  requests per detach by verb:")
+		for _, v := range verbs {
+			fmt.Fprintf(w, " %s=%.3f", v, float64(r.DetachRequestsByVerb[v])/float64(r.Volumes))
+		}
+		fmt.Fprintf(w, "   (GET: fresh Node reads that confirm detaches)\n")
+	}
 }
 
 // seed creates the nodes and, per node, pods with one bound CSI claim each.

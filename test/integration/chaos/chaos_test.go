@@ -1,0 +1,167 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/test/faultproxy"
+	"github.com/migration-aware/adc/test/integration/framework"
+	"github.com/migration-aware/adc/test/simulator"
+)
+
+// Scale of a chaos run: small enough for two shared cores, big enough that every node has
+// several volumes coming and going.
+const (
+	chaosNodes   = 12
+	chaosVolumes = 120
+	chaosNS      = "chaos"
+	maxWait      = 5 * time.Second // adc's --max-wait-for-unmount
+)
+
+// TestChaos runs adc (the binary, two replicas with leader election) against simulated
+// kubelets, a simulated external-attacher with the real one's finalizer, pod churn and
+// faults, and fails on any breach of the safety rules the etcd-reading checker finds.
+func TestChaos(t *testing.T) {
+	if adcBuildErr != nil {
+		t.Fatal(adcBuildErr)
+	}
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("chaos seed %d (replay with CHAOS_SEED=%d), duration %s (CHAOS_DURATION)", seed, seed, *chaosDuration)
+	began := time.Now()
+	rnd := rand.New(rand.NewPCG(uint64(seed), 0x6368616f73))
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), klog.Background().WithName("chaos")))
+	defer cancel()
+
+	cp := startControlPlane(t)
+	checker, feed := startChecker(t, cp, maxWait)
+	createVolumes(ctx, t, cp, chaosNS, chaosVolumes)
+
+	kubelets := &simulator.SimulatedKubelets{Client: cp.Client, Seed: uint64(seed)}
+	if err := kubelets.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := 0; i < chaosNodes; i++ {
+		names = append(names, fmt.Sprintf("n-%02d", i))
+		if err := kubelets.AddNode(ctx, names[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attacher := flakyAttacher(cp.Client, uint64(seed))
+	if err := attacher.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// adc talks to the API server through a fault proxy, as a client far from it would: its
+	// Node watch can lag behind its Pod and VolumeAttachment watches (the window of the
+	// incident this test was written for); every other actor talks to the API server directly.
+	proxy, err := faultproxy.New(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = proxy.Close() }()
+	adcKubeconfig := filepath.Join(t.TempDir(), "adc-kubeconfig")
+	if err := framework.WriteKubeconfig(proxy.Config(), adcKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	adcCtx, stopADC := context.WithCancel(ctx)
+	reps := newReplicas(cp.Client, adcKubeconfig, maxWait)
+	reps.Start(adcCtx, 2)
+	defer func() { stopADC(); reps.Wait() }()
+	if _, err := reps.WaitForLeader(ctx, 30*time.Second); err != nil {
+		reps.LogTail(t, 40)
+		t.Fatal(err)
+	}
+
+	fl := newFleet(names)
+	ch := newChurn(cp.Client, chaosNS, chaosVolumes, fl, rnd.Uint64())
+	ch.Populate(ctx, 0.6)
+	t.Logf("set up in %s: %d nodes, %d volumes, adc leading", time.Since(began).Round(time.Millisecond), chaosNodes, chaosVolumes)
+
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	churnDone := make(chan struct{})
+	go func() { defer close(churnDone); ch.Run(chaosCtx, 100*time.Millisecond) }()
+	f := &faults{t: t, cp: cp, feed: feed, proxy: proxy, kubelets: kubelets, churn: ch, fleet: fl, replicas: reps, maxWait: maxWait, rnd: rand.New(rand.NewPCG(rnd.Uint64(), 1))}
+	faultErr := f.Run(chaosCtx, time.Now().Add(*chaosDuration))
+	stopChaos()
+	<-churnDone
+	created, deleted := ch.Stats()
+	started, killed := reps.Stats()
+	t.Logf("chaos phase over after %s: faults %v; pods created %d, deleted %d; adc processes %d, leaders killed %d; attaches %d, detaches %d; kubelet volumesInUse patches %d",
+		time.Since(began).Round(time.Millisecond), f.Injected(), created, deleted, started, killed, attacher.Attached(), attacher.Detached(), kubelets.Patches())
+	if faultErr != nil {
+		t.Errorf("injecting faults: %v", faultErr)
+	}
+
+	converged := time.Now()
+	var problems []Violation
+	settleErr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if _, err := feed.CatchUp(ctx, 10*time.Second); err != nil {
+			return false, err
+		}
+		problems = checker.Convergence()
+		return len(problems) == 0, nil
+	})
+	pods, vas := checker.Size()
+	checker.RecordConvergence(pods+vas, problems)
+	if settleErr != nil {
+		t.Logf("not converged within 60s of the last fault (%v)", settleErr)
+	} else {
+		t.Logf("converged %s after the last fault: %d pods, %d VolumeAttachments", time.Since(converged).Round(time.Millisecond), pods, vas)
+	}
+	if err := feed.Err(); err != nil {
+		t.Fatalf("the checker missed changes, its verdict is void: %v", err)
+	}
+
+	violations := reportViolations(t, checker, feed)
+	explain(t, violations, reps)
+	t.Logf("chaos run took %s (seed %d)", time.Since(began).Round(time.Millisecond), seed)
+}
+
+// explain fails the test with up to five examples per invariant and the adc log lines about
+// the first of them.
+func explain(t *testing.T, violations []Violation, reps *replicas) {
+	t.Helper()
+	if len(violations) == 0 {
+		return
+	}
+	shown := map[string]int{}
+	for _, v := range violations {
+		if shown[v.Invariant]++; shown[v.Invariant] <= 5 {
+			t.Errorf("%s", v)
+		}
+	}
+	for inv, n := range shown {
+		if n > 5 {
+			t.Errorf("%s: %d more", inv, n-5)
+		}
+	}
+	first := violations[0]
+	var words []string
+	if f := strings.Fields(first.Message); len(f) > 1 && f[0] == "VA" {
+		words = append(words, f[1])
+	}
+	if i := strings.Index(first.Message, "("); i >= 0 {
+		if f := strings.Fields(first.Message[i+1:]); len(f) > 0 {
+			words = append(words, `"`+f[0]+`"`, "="+f[0]+" ", "h-"+strings.TrimPrefix(f[0], "v-"))
+		}
+	}
+	if lines := reps.LogLinesAbout(words, 40); len(lines) > 0 {
+		t.Logf("adc log lines about the first violation (%v):\n%s", words, strings.Join(lines, "\n"))
+	}
+}

@@ -1,0 +1,249 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The checker's invariants on synthetic event sequences, without a control plane.
+
+const testDriver = "chaos.csi.example.com"
+
+var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+type seq struct {
+	t   *testing.T
+	c   *Checker
+	rev int64
+}
+
+func newSeq(t *testing.T) *seq { return &seq{t: t, c: NewChecker(5 * time.Second)} }
+
+func (s *seq) put(kind Kind, obj runtime.Object) { s.apply(kind, obj, false) }
+func (s *seq) del(kind Kind, obj runtime.Object) { s.apply(kind, obj, true) }
+
+func (s *seq) apply(kind Kind, obj runtime.Object, deleted bool) {
+	s.t.Helper()
+	s.rev++
+	name := obj.(metav1.Object).GetName()
+	if err := s.c.Apply(Event{Rev: s.rev, Kind: kind, Name: name, Deleted: deleted, Object: obj, Seen: t0.Add(time.Duration(s.rev) * time.Second)}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *seq) invariants() map[string]int {
+	out := map[string]int{}
+	for _, v := range s.c.Violations() {
+		out[v.Invariant]++
+	}
+	return out
+}
+
+func testNode(name string, ready v1.ConditionStatus, since time.Time, listed, inUse []string, taints ...v1.Taint) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints}}
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: ready, LastTransitionTime: metav1.NewTime(since)}}
+	for _, v := range listed {
+		n.Status.VolumesAttached = append(n.Status.VolumesAttached, v1.AttachedVolume{Name: v1.UniqueVolumeName(v), DevicePath: "/dev/x"})
+	}
+	for _, v := range inUse {
+		n.Status.VolumesInUse = append(n.Status.VolumesInUse, v1.UniqueVolumeName(v))
+	}
+	return n
+}
+
+func testPV(name string, modes ...v1.PersistentVolumeAccessMode) *v1.PersistentVolume {
+	if len(modes) == 0 {
+		modes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+	}
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+		AccessModes:            modes,
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testDriver, VolumeHandle: "h-" + name}},
+	}}
+}
+
+func testVA(pv, node string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: VAName("h-"+pv, testDriver, node)},
+		Spec:       storagev1.VolumeAttachmentSpec{Attacher: testDriver, NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
+		Status:     storagev1.VolumeAttachmentStatus{Attached: true},
+	}
+}
+
+func deleting(va *storagev1.VolumeAttachment, at time.Time) *storagev1.VolumeAttachment {
+	va = va.DeepCopy()
+	ts := metav1.NewTime(at)
+	va.DeletionTimestamp = &ts
+	return va
+}
+
+func TestCheckerDetach(t *testing.T) {
+	u := uniqueName(testDriver, "h-v1")
+	oos := v1.Taint{Key: outOfServiceTaint, Effect: v1.TaintEffectNoExecute}
+	for _, tc := range []struct {
+		name string
+		node *v1.Node // nil: the node was deleted
+		// viaTimestamp deletes through a deletionTimestamp (a finalizer holds the VA),
+		// otherwise with a plain DELETE.
+		viaTimestamp bool
+		want         map[string]int
+	}{
+		{"listed and in use", testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u}), true, map[string]int{DetachOrder: 1, DetachWhileInUse: 1}},
+		{"listed and in use, plain delete", testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u}), false, map[string]int{DetachOrder: 1, DetachWhileInUse: 1}},
+		{"in use, not listed", testNode("n1", v1.ConditionTrue, t0, nil, []string{u}), true, map[string]int{DetachWhileInUse: 1}},
+		{"listed, not in use", testNode("n1", v1.ConditionTrue, t0, []string{u}, nil), true, map[string]int{DetachOrder: 1}},
+		{"unlisted and unused", testNode("n1", v1.ConditionTrue, t0, nil, nil), true, map[string]int{}},
+		{"in use on a node not Ready for long", testNode("n1", v1.ConditionUnknown, t0.Add(-time.Hour), nil, []string{u}), true, map[string]int{}},
+		{"in use on a node not Ready for a moment", testNode("n1", v1.ConditionFalse, t0, nil, []string{u}), true, map[string]int{DetachWhileInUse: 1}},
+		{"in use on an out-of-service node", testNode("n1", v1.ConditionFalse, t0, nil, []string{u}, oos), true, map[string]int{}},
+		{"listed on an out-of-service node", testNode("n1", v1.ConditionFalse, t0, []string{u}, []string{u}, oos), true, map[string]int{DetachOrder: 1}},
+		{"node deleted", nil, true, map[string]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSeq(t)
+			s.put(KindPersistentVolume, testPV("v1"))
+			node := tc.node
+			if node == nil {
+				node = testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u})
+			}
+			s.put(KindNode, node)
+			va := testVA("v1", "n1")
+			s.put(KindVolumeAttachment, va)
+			if tc.node == nil {
+				s.del(KindNode, node)
+			}
+			if tc.viaTimestamp {
+				s.put(KindVolumeAttachment, deleting(va, t0.Add(time.Second)))
+				// Status changes and the final DELETE of a deleting VA are not new decisions.
+				s.put(KindVolumeAttachment, deleting(va, t0.Add(time.Second)))
+				s.del(KindVolumeAttachment, deleting(va, t0.Add(time.Second)))
+			} else {
+				s.del(KindVolumeAttachment, va)
+			}
+			got := s.invariants()
+			if len(got) != len(tc.want) {
+				t.Fatalf("violations %v, want %v: %v", got, tc.want, s.c.Violations())
+			}
+			for k, n := range tc.want {
+				if got[k] != n {
+					t.Fatalf("violations %v, want %v: %v", got, tc.want, s.c.Violations())
+				}
+			}
+			if c := s.c.Counts(); c[DetachOrder] != 1 || c[DetachWhileInUse] != 1 {
+				t.Errorf("counts %v, want one detach checked per invariant", c)
+			}
+		})
+	}
+}
+
+func TestCheckerMessageNamesTheState(t *testing.T) {
+	s := newSeq(t)
+	u := uniqueName(testDriver, "h-v1")
+	s.put(KindPersistentVolume, testPV("v1"))
+	s.put(KindClaim, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "v1"}})
+	s.put(KindPod, testPod("p1", "n1", "c1"))
+	s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u}))
+	va := testVA("v1", "n1")
+	s.put(KindVolumeAttachment, va)
+	s.put(KindVolumeAttachment, deleting(va, t0))
+	v := s.c.Violations()
+	if len(v) != 2 {
+		t.Fatalf("violations %v, want 2", v)
+	}
+	for _, want := range []string{"VA " + va.Name, "v1 on n1", "deleted at rv 6", "node state at rv 4", "listed=true inUse=true ready=True", "pods of the claim on the node: 1"} {
+		if !strings.Contains(v[0].Message, want) {
+			t.Errorf("message %q does not contain %q", v[0].Message, want)
+		}
+	}
+}
+
+func TestCheckerMultiAttach(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		modes []v1.PersistentVolumeAccessMode
+		// firstDeleting: the first VA is being deleted (still detaching) when the second
+		// is created.
+		firstDeleting, firstGone, sameNode bool
+		want                               int
+	}{
+		{name: "ReadWriteOnce on two nodes", want: 1},
+		{name: "ReadWriteOnce while the first still detaches", firstDeleting: true, want: 1},
+		{name: "ReadWriteOnce after the first is gone", firstDeleting: true, firstGone: true},
+		{name: "ReadWriteMany on two nodes", modes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}},
+		{name: "ReadWriteOnce, same node", sameNode: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSeq(t)
+			s.put(KindPersistentVolume, testPV("v1", tc.modes...))
+			s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, nil, nil))
+			s.put(KindNode, testNode("n2", v1.ConditionTrue, t0, nil, nil))
+			first := testVA("v1", "n1")
+			s.put(KindVolumeAttachment, first)
+			if tc.firstDeleting {
+				s.put(KindVolumeAttachment, deleting(first, t0))
+			}
+			if tc.firstGone {
+				s.del(KindVolumeAttachment, deleting(first, t0))
+			}
+			second := testVA("v1", "n2")
+			if tc.sameNode {
+				second.Name = "other-name"
+				second.Spec.NodeName = "n1"
+			}
+			s.put(KindVolumeAttachment, second)
+			if got := s.invariants()[MultiAttach]; got != tc.want {
+				t.Fatalf("%d multi_attach violations, want %d: %v", got, tc.want, s.c.Violations())
+			}
+		})
+	}
+}
+
+func testPod(name, node, claim string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.PodSpec{NodeName: node, Volumes: []v1.Volume{{Name: "d",
+		VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
+}
+
+func TestCheckerConvergence(t *testing.T) {
+	s := newSeq(t)
+	u := uniqueName(testDriver, "h-v1")
+	s.put(KindPersistentVolume, testPV("v1"))
+	s.put(KindPersistentVolume, testPV("v2"))
+	s.put(KindClaim, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: "v1"}})
+	s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, nil, nil))
+	s.put(KindPod, testPod("p1", "n1", "c1"))
+	if got := s.c.Convergence(); len(got) != 1 || !strings.Contains(got[0].Message, "no VA") {
+		t.Fatalf("pod without VA: %v", got)
+	}
+	s.put(KindVolumeAttachment, testVA("v1", "n1"))
+	if got := s.c.Convergence(); len(got) != 1 || !strings.Contains(got[0].Message, "not listed") {
+		t.Fatalf("VA not listed: %v", got)
+	}
+	s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u}))
+	if got := s.c.Convergence(); len(got) != 0 {
+		t.Fatalf("converged state reported: %v", got)
+	}
+	s.put(KindVolumeAttachment, testVA("v2", "n1"))
+	gone := testNode("n9", v1.ConditionTrue, t0, nil, nil)
+	s.put(KindNode, gone)
+	s.put(KindVolumeAttachment, testVA("v2", "n9"))
+	s.del(KindNode, gone)
+	got := s.c.Convergence()
+	if len(got) != 2 || !strings.Contains(got[0].Message, "no pod using it") || !strings.Contains(got[1].Message, "deleted node n9") {
+		t.Fatalf("left-over VAs: %v", got)
+	}
+}
+
+func TestCheckerRejectsOutOfOrderEvents(t *testing.T) {
+	c := NewChecker(time.Second)
+	if err := c.Apply(Event{Rev: 5, Kind: KindPersistentVolume, Object: testPV("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(Event{Rev: 4, Kind: KindPersistentVolume, Object: testPV("b")}); err == nil {
+		t.Fatal("an event at an older revision was accepted")
+	}
+}

@@ -1,0 +1,280 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// SimulatedKubelets is a SIMULATION of the kubelets of a set of managed nodes, for tests that
+// need the kubelet's side of the attach/detach contract and not only its registration: each
+// simulated kubelet heartbeats its node Ready and runs a volume manager that "mounts" a CSI
+// volume of a pod scheduled to its node only once the volume is listed in the node's
+// status.volumesAttached (then reports it in status.volumesInUse), and "unmounts" it a short
+// random while after the last such pod is gone (then drops it from status.volumesInUse). It
+// writes status.volumesInUse with a merge patch on nodes/status and never touches
+// status.volumesAttached, which belongs to the attach/detach controller. Nothing is mounted.
+type SimulatedKubelets struct {
+	// Client registers nodes and patches their status.
+	Client kubernetes.Interface
+	// Heartbeat is how often a running kubelet renews its Ready condition (default 5s).
+	Heartbeat time.Duration
+	// Sync is how often each kubelet's volume manager compares its pods with its node
+	// status (default 100ms).
+	Sync time.Duration
+	// UnmountMin and UnmountMax bound the random time between the last pod of a volume
+	// leaving the node and the volume leaving status.volumesInUse (default 100ms-800ms).
+	UnmountMin, UnmountMax time.Duration
+	// Seed seeds the random unmount times, so a run can be reproduced.
+	Seed uint64
+
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	nodes   map[string]*simulatedNode
+	pods    corelisters.PodLister
+	nodeLis corelisters.NodeLister
+	claims  corelisters.PersistentVolumeClaimLister
+	pvs     corelisters.PersistentVolumeLister
+	ctx     context.Context
+	patches atomic.Int64
+}
+
+// simulatedNode is one kubelet's state: what it has mounted and since when a mounted volume
+// has had no pod.
+type simulatedNode struct {
+	name    string
+	stopped atomic.Bool // the kubelet is down: no heartbeat, no volume reporting
+	busy    sync.Mutex  // held during one pass, so Stop returns only after it
+	cancel  context.CancelFunc
+	mounted map[string]time.Time // unique volume name -> when to unmount (zero while used)
+}
+
+// Run starts the informers the simulated kubelets read. It returns once they have synced.
+func (k *SimulatedKubelets) Run(ctx context.Context) error {
+	if k.Heartbeat <= 0 {
+		k.Heartbeat = 5 * time.Second
+	}
+	if k.Sync <= 0 {
+		k.Sync = 100 * time.Millisecond
+	}
+	if k.UnmountMin <= 0 && k.UnmountMax <= 0 {
+		k.UnmountMin, k.UnmountMax = 100*time.Millisecond, 800*time.Millisecond
+	}
+	k.rnd = rand.New(rand.NewPCG(k.Seed, 0x6b75_6265))
+	k.nodes = map[string]*simulatedNode{}
+	k.ctx = ctx
+	factory := informers.NewSharedInformerFactory(k.Client, 0)
+	k.pods = factory.Core().V1().Pods().Lister()
+	k.nodeLis = factory.Core().V1().Nodes().Lister()
+	k.claims = factory.Core().V1().PersistentVolumeClaims().Lister()
+	k.pvs = factory.Core().V1().PersistentVolumes().Lister()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("simulated kubelets: cache of %v did not sync", typ)
+		}
+	}
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+	return nil
+}
+
+// Patches returns how many volumesInUse patches the simulated kubelets have written.
+func (k *SimulatedKubelets) Patches() int64 { return k.patches.Load() }
+
+// AddNode registers a managed, Ready node and starts its simulated kubelet.
+func (k *SimulatedKubelets) AddNode(ctx context.Context, name string) error {
+	if _, err := (Kubelet{Client: k.Client}).RegisterNode(ctx, name, true); err != nil {
+		return err
+	}
+	nctx, cancel := context.WithCancel(k.ctx)
+	n := &simulatedNode{name: name, cancel: cancel, mounted: map[string]time.Time{}}
+	k.mu.Lock()
+	k.nodes[name] = n
+	k.mu.Unlock()
+	go k.runNode(nctx, n)
+	return nil
+}
+
+// Stop stops the kubelet of node as a crash or a network partition does: its heartbeats and
+// its volume reporting stop, status.volumesInUse stays as it was. The node's Ready
+// condition is left to the caller.
+func (k *SimulatedKubelets) Stop(node string) {
+	if n := k.node(node); n != nil {
+		n.stopped.Store(true)
+		n.busy.Lock()   // wait for a pass under way, so no heartbeat lands after Stop
+		n.busy.Unlock() //nolint:staticcheck // an empty critical section is the point
+	}
+}
+
+// Resume restarts a stopped kubelet: it reports its node Ready (as of now) and reconciles its
+// volumes with the pods still scheduled to it.
+func (k *SimulatedKubelets) Resume(ctx context.Context, node string) error {
+	n := k.node(node)
+	if n == nil {
+		return fmt.Errorf("simulated kubelets: no node %s", node)
+	}
+	if err := (Kubelet{Client: k.Client}).SetReady(ctx, node, true, time.Now()); err != nil {
+		return err
+	}
+	n.stopped.Store(false)
+	return nil
+}
+
+// Remove ends the kubelet of a node that was (or is about to be) deleted.
+func (k *SimulatedKubelets) Remove(node string) {
+	k.mu.Lock()
+	n := k.nodes[node]
+	delete(k.nodes, node)
+	k.mu.Unlock()
+	if n != nil {
+		n.cancel()
+	}
+}
+
+// Running returns whether node has a kubelet that is not stopped.
+func (k *SimulatedKubelets) Running(node string) bool {
+	n := k.node(node)
+	return n != nil && !n.stopped.Load()
+}
+
+func (k *SimulatedKubelets) node(name string) *simulatedNode {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.nodes[name]
+}
+
+func (k *SimulatedKubelets) unmountDelay() time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	span := k.UnmountMax - k.UnmountMin
+	if span <= 0 {
+		return k.UnmountMin
+	}
+	return k.UnmountMin + time.Duration(k.rnd.Int64N(int64(span)))
+}
+
+func (k *SimulatedKubelets) runNode(ctx context.Context, n *simulatedNode) {
+	logger := klog.FromContext(ctx).WithValues("node", n.name)
+	lastBeat := time.Now()
+	_ = wait.PollUntilContextCancel(ctx, k.Sync, false, func(ctx context.Context) (bool, error) {
+		n.busy.Lock()
+		defer n.busy.Unlock()
+		if n.stopped.Load() {
+			return false, nil
+		}
+		if time.Since(lastBeat) >= k.Heartbeat {
+			if err := k.heartbeat(ctx, n.name); err != nil {
+				logger.V(4).Info("Simulated kubelet heartbeat failed", "err", err)
+			} else {
+				lastBeat = time.Now()
+			}
+		}
+		if err := k.syncVolumes(ctx, n); err != nil {
+			logger.V(4).Info("Simulated kubelet volume sync failed", "err", err)
+		}
+		return false, nil
+	})
+}
+
+// heartbeat renews the Ready condition's heartbeat; the strategic merge patch keys
+// conditions by type, so lastTransitionTime stays.
+func (k *SimulatedKubelets) heartbeat(ctx context.Context, node string) error {
+	return (Kubelet{Client: k.Client}).Heartbeat(ctx, node)
+}
+
+// syncVolumes is one pass of the simulated volume manager.
+func (k *SimulatedKubelets) syncVolumes(ctx context.Context, n *simulatedNode) error {
+	node, err := k.nodeLis.Get(n.name)
+	if err != nil {
+		return nil // not in the cache (yet, or any more)
+	}
+	attached := map[string]bool{}
+	for _, av := range node.Status.VolumesAttached {
+		attached[string(av.Name)] = true
+	}
+	wanted, err := k.wantedVolumes(n.name)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for v := range wanted {
+		if _, ok := n.mounted[v]; ok || attached[v] {
+			n.mounted[v] = time.Time{} // mounted (again), in use
+		}
+	}
+	for v, unmountAt := range n.mounted {
+		if wanted[v] {
+			continue
+		}
+		switch {
+		case unmountAt.IsZero():
+			n.mounted[v] = now.Add(k.unmountDelay())
+		case !now.Before(unmountAt):
+			delete(n.mounted, v)
+		}
+	}
+	inUse := make([]string, 0, len(n.mounted))
+	for v := range n.mounted {
+		inUse = append(inUse, v)
+	}
+	slices.Sort(inUse)
+	reported := make([]string, 0, len(node.Status.VolumesInUse))
+	for _, v := range node.Status.VolumesInUse {
+		reported = append(reported, string(v))
+	}
+	slices.Sort(reported)
+	if slices.Equal(inUse, reported) {
+		return nil
+	}
+	if err := (Kubelet{Client: k.Client}).SetVolumesInUse(ctx, n.name, inUse...); err != nil {
+		return err
+	}
+	k.patches.Add(1)
+	return nil
+}
+
+// wantedVolumes returns the unique names of the CSI volumes of the pods scheduled to node
+// that are not terminated.
+func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, error) {
+	pods, err := k.pods.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	out := map[string]bool{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName != node || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if vol.PersistentVolumeClaim == nil {
+				continue
+			}
+			claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName)
+			if err != nil || claim.Spec.VolumeName == "" {
+				continue
+			}
+			pv, err := k.pvs.Get(claim.Spec.VolumeName)
+			if err != nil || pv.Spec.CSI == nil {
+				continue
+			}
+			out[CSIUniqueName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)] = true
+		}
+	}
+	return out, nil
+}
+
+// CSIUniqueName is the unique volume name the kubelet and the attach/detach controller use
+// for a CSI volume in node status.
+func CSIUniqueName(driver, handle string) string { return "kubernetes.io/csi/" + driver + "^" + handle }
