@@ -3,6 +3,7 @@
 # make test             unit tests (-race), then integration tests on a real control plane
 # make envtest-assets   build kube-apiserver + etcd from Go modules (cached)
 # make lint             gofmt, go vet, staticcheck
+# make chaos            a longer chaos run (CHAOS_DURATION, default 10m; CHAOS_SEED replays one)
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -16,7 +17,7 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/integration)
 
-.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets lint clean
+.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets lint clean chaos
 
 all: build
 
@@ -34,6 +35,13 @@ unit-test:
 
 integration-test: envtest-assets
 	$(GO) test -count=1 -p 1 -timeout 30m -v ./test/integration/...
+
+# The chaos test of make test (about 2 minutes) for longer: churn, leader SIGKILLs, API server
+# restarts with etcd compaction, a lagging Node watch, node failures, attacher failures;
+# invariants checked from etcd's revision order.
+CHAOS_DURATION ?= 10m
+chaos: envtest-assets
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -v -timeout 60m -run 'TestChaos$$' ./test/integration/chaos/
 
 envtest-assets:
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \

@@ -67,6 +67,9 @@ type Controller struct {
 
 	lookups lookups
 
+	// statusLocks serialize, per node (striped), status writes and detach decisions.
+	statusLocks [statusLockStripes]sync.Mutex
+
 	mu    sync.Mutex
 	world *world
 	ops   recentOperations

@@ -73,10 +73,14 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
 		forced = forcedLabel(node)
 	}
-	if a.uniqueName != "" && listed(node, a.uniqueName) {
+	if a.uniqueName != "" {
+		// From here on no status write lists the volume again (the status lock, held since
+		// the fresh read, means none is in flight now).
 		r.c.markDetaching(r.node.Name, a.uniqueName)
-		st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
-		return
+		if listed(node, a.uniqueName) {
+			st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
+			return
+		}
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
 	r.detach(ctx, a, forced)
@@ -104,10 +108,14 @@ func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool 
 
 // freshNode reads the reconciled node from the API server (a quorum read, not the informer
 // cache), once per reconcile; nil, nil when the API server no longer has it. Only detaches
-// read it, so attaches and the steady state cost no GET.
+// read it, so attaches and the steady state cost no GET. It takes the node's status lock
+// first, which syncNode releases after the run's last detach decision: no status write of
+// the node is in flight between the read and the decisions made on it, so a volume the read
+// shows unlisted cannot be listed by a concurrent write before its VolumeAttachment goes.
 func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
 	if !r.freshRead {
 		r.freshRead = true
+		r.unlockStatus = r.c.lockNodeStatus(r.node.Name)
 		r.fresh, r.freshErr = r.c.readNode(ctx, r.node.Name)
 	}
 	return r.fresh, r.freshErr

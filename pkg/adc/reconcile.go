@@ -34,6 +34,9 @@ type nodeRun struct {
 	fresh     *v1.Node
 	freshErr  error
 	freshRead bool
+	// unlockStatus releases the node's status lock, taken with the fresh read and held until
+	// every detach of the run is decided (see lockNodeStatus).
+	unlockStatus func()
 	// started maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
 	started map[string]*attachment
@@ -101,6 +104,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		if !a.matched {
 			r.reconcileDetach(ctx, a)
 		}
+	}
+	if r.unlockStatus != nil {
+		r.unlockStatus()
 	}
 	c.forgetNodeMemory(name, r.held, r.events, r.pods)
 	states := make([]PairState, len(r.states))

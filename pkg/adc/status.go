@@ -3,6 +3,7 @@ package adc
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 // volumes; removals, which gate detaches, are written at once.
 func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfter time.Duration, err error) {
 	logger := klog.FromContext(ctx)
+	defer c.lockNodeStatus(name)()
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && !managed(node)) {
@@ -141,6 +143,21 @@ func onlyAdds(want, have []v1.AttachedVolume) bool {
 		}
 	}
 	return true
+}
+
+// statusLockStripes is how many locks the nodes' status locks are spread over.
+const statusLockStripes = 1024
+
+// lockNodeStatus locks a node's status writes against its detach decisions and returns the
+// unlock. A status write (compute and patch) and a run's detach decisions (fresh read, then
+// marking volumes detaching) never overlap for one node. Nodes share stripes, so memory does
+// not grow with the cluster; a detach decision is two API calls, rare next to writes.
+func (c *Controller) lockNodeStatus(node string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	mu := &c.statusLocks[h.Sum32()%statusLockStripes]
+	mu.Lock()
+	return mu.Unlock
 }
 
 // writtenStatus is what adc last wrote to a node's status.volumesAttached, at the

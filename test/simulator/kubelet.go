@@ -44,13 +44,7 @@ func (k Kubelet) SetReady(ctx context.Context, name string, ready bool, since ti
 	if !ready {
 		status = v1.ConditionFalse
 	}
-	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":%q,"reason":"SimulatedKubelet","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
-		status, since.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))
-	_, err := k.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("simulated kubelet: setting Ready=%s on node %s: %w", status, name, err)
-	}
-	return nil
+	return k.SetReadyCondition(ctx, name, status, since)
 }
 
 // SetReadyCondition sets the node's Ready condition to status (True, False or Unknown) with

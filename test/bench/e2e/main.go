@@ -376,30 +376,27 @@ func report(w *os.File, r *Result) {
 	fmt.Fprintf(w, "  every VolumeAttachment exists:        %8.2fs\n", r.AllVolumeAttachments.Seconds())
 	fmt.Fprintf(w, "  every node status complete:           %8.2fs   (API budget, required writes / QPS: %.2fs)\n", r.AllNodeStatusComplete.Seconds(), r.APIBudget.Seconds())
 	fmt.Fprintf(w, "  time to be listed in node status: p50 %8.2fs, p90 %.2fs\n", r.ListedP50.Seconds(), r.ListedP90.Seconds())
-	verbs := make([]string, 0, len(r.RequestsByVerb))
-	for v := range r.RequestsByVerb {
-		verbs = append(verbs, v)
-	}
-	sort.Strings(verbs)
-	fmt.Fprintf(w, "  requests per attach by verb:")
-	for _, v := range verbs {
-		fmt.Fprintf(w, " %s=%.3f", v, float64(r.RequestsByVerb[v])/float64(r.Volumes))
-	}
-	fmt.Fprintf(w, "\n  writes per attach: %.3f\n", r.WritesPerAttach)
+	fmt.Fprintf(w, "  requests per attach by verb:%s\n", perVolume(r.RequestsByVerb, r.Volumes))
+	fmt.Fprintf(w, "  writes per attach: %.3f\n", r.WritesPerAttach)
 	fmt.Fprintf(w, "  steady state (after convergence): %d GETs, %d requests in all\n", r.SteadyStateGETs, r.SteadyStateRequests)
 	fmt.Fprintf(w, "  every pod deleted -> every VolumeAttachment gone: %.2fs\n", r.AllDetached.Seconds())
 	if len(r.DetachRequestsByVerb) > 0 {
-		verbs = verbs[:0]
-		for v := range r.DetachRequestsByVerb {
-			verbs = append(verbs, v)
-		}
-		sort.Strings(verbs)
-		fmt.Fprintf(w, "  requests per detach by verb:")
-		for _, v := range verbs {
-			fmt.Fprintf(w, " %s=%.3f", v, float64(r.DetachRequestsByVerb[v])/float64(r.Volumes))
-		}
-		fmt.Fprintf(w, "   (GET: fresh Node reads that confirm detaches)\n")
+		fmt.Fprintf(w, "  requests per detach by verb:%s   (GET: fresh Node reads that confirm detaches)\n", perVolume(r.DetachRequestsByVerb, r.Volumes))
 	}
+}
+
+// perVolume formats requests by verb divided by the number of volumes, verbs sorted.
+func perVolume(byVerb map[string]int64, volumes int) string {
+	verbs := make([]string, 0, len(byVerb))
+	for v := range byVerb {
+		verbs = append(verbs, v)
+	}
+	sort.Strings(verbs)
+	var b strings.Builder
+	for _, v := range verbs {
+		fmt.Fprintf(&b, " %s=%.3f", v, float64(byVerb[v])/float64(volumes))
+	}
+	return b.String()
 }
 
 // seed creates the nodes and, per node, pods with one bound CSI claim each.

@@ -120,6 +120,9 @@ func (f *faults) restartAPIServer(ctx context.Context) error {
 	var down time.Duration
 	// adc's Node watch comes back last, after the churn burst (the incident: 11 s after the
 	// Pod and VolumeAttachment watches).
+	if _, err := f.replicas.WaitForWarmLeader(ctx, 30*time.Second); err != nil {
+		return err
+	}
 	f.proxy.Freeze("nodes")
 	defer f.proxy.Heal("nodes")
 	err := f.cp.RestartAPIServer(func() error {
@@ -131,9 +134,10 @@ func (f *faults) restartAPIServer(ctx context.Context) error {
 			return err
 		}
 		compacted = head
-		// Down for a few seconds: the clients' watch retries back off, so after the restart
-		// their informers relist seconds apart, the window a stale cache can mislead in.
-		down = 3*time.Second + time.Duration(f.rnd.Int64N(int64(5*time.Second)))
+		// Down briefly, so the adc leader keeps its lease (as a production leader does through
+		// a restart) and decides on the caches it had; its Node watch stays held (above) while
+		// the Pod and VolumeAttachment informers relist after 410 Gone.
+		down = 500*time.Millisecond + time.Duration(f.rnd.Int64N(int64(time.Second)))
 		return pause(ctx, down)
 	})
 	if err != nil {
@@ -148,6 +152,9 @@ func (f *faults) restartAPIServer(ctx context.Context) error {
 // its Node cache is seconds old (no status writes of its own, no volumesInUse of the
 // kubelet) while its Pod and VolumeAttachment caches are current.
 func (f *faults) nodeWatchLag(ctx context.Context) error {
+	if _, err := f.replicas.WaitForWarmLeader(ctx, 30*time.Second); err != nil {
+		return err
+	}
 	f.proxy.Freeze("nodes")
 	defer f.proxy.Heal("nodes")
 	f.churn.Burst(ctx, 10*time.Second)

@@ -4,11 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/migration-aware/adc/test/integration/framework"
 )
 
 // Settings of a run. The defaults keep the package at about two minutes on the 2-core CI
@@ -27,20 +27,16 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "adc-chaos-bin-")
+	bin, cleanup, err := framework.BuildADC()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		os.Exit(1)
-	}
-	bin := filepath.Join(dir, "adc")
-	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/adc")
-	if out, err := build.CombinedOutput(); err != nil {
-		adcBuildErr = fmt.Errorf("building adc: %w\n%s", err, out)
+		adcBuildErr = err
 	} else {
 		adcBinary = bin
 	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	if cleanup != nil {
+		cleanup()
+	}
 	os.Exit(code)
 }
 

@@ -43,14 +43,17 @@ type process struct {
 }
 
 func newReplicas(client kubernetes.Interface, kubeconfig string, maxWait time.Duration) *replicas {
-	const lease = 2 * time.Second
+	// Long enough for the leader to keep leading through a short kube-apiserver restart (about
+	// 7 s here), as a production leader with its 15 s lease does: it then decides on the
+	// caches it had, the case the restart fault is about. A killed leader is replaced within it.
+	const lease = 12 * time.Second
 	return &replicas{
 		client: client,
 		live:   map[int]*process{},
 		args: []string{"controller", "--kubeconfig", kubeconfig, "--http-addr", "127.0.0.1:0",
 			"--leader-elect-namespace", "default", "--leader-elect-lease-name", leaseName,
-			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 3 / 4).String(),
-			"--leader-elect-retry-period", (lease / 8).String(),
+			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 5 / 6).String(),
+			"--leader-elect-retry-period", (lease / 12).String(),
 			"--max-wait-for-unmount", maxWait.String(), "--workers", "4",
 			"--kube-api-qps", "100", "--kube-api-burst", "200", "-v", "2"},
 	}
@@ -120,14 +123,25 @@ func (r *replicas) leader(ctx context.Context) (*process, error) {
 
 // WaitForLeader waits until a live replica leads.
 func (r *replicas) WaitForLeader(ctx context.Context, timeout time.Duration) (*process, error) {
+	return r.waitLeader(ctx, timeout, "", "")
+}
+
+// WaitForWarmLeader waits until a live replica leads with its caches synced, so that a fault
+// that follows hits a controller deciding on caches it already had.
+func (r *replicas) WaitForWarmLeader(ctx context.Context, timeout time.Duration) (*process, error) {
+	return r.waitLeader(ctx, timeout, "Caches are synced", " with synced caches")
+}
+
+// waitLeader waits until a live replica leads and its log has logged (if set).
+func (r *replicas) waitLeader(ctx context.Context, timeout time.Duration, logged, what string) (*process, error) {
 	var p *process
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = r.leader(ctx)
-		return err == nil && p != nil, nil
+		return err == nil && p != nil && strings.Contains(p.out.String(), logged), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("no adc replica leads within %s: %w", timeout, err)
+		return nil, fmt.Errorf("no adc replica leads%s within %s: %w", what, timeout, err)
 	}
 	return p, nil
 }

@@ -208,7 +208,7 @@ func checkPermissions(ctx context.Context, t *testing.T, admin kubernetes.Interf
 		{"pods", authorizationv1.ResourceAttributes{Resource: "pods"}, []string{"list", "watch"}},
 		{"claims", authorizationv1.ResourceAttributes{Resource: "persistentvolumeclaims"}, []string{"list", "watch"}},
 		{"persistent volumes", authorizationv1.ResourceAttributes{Resource: "persistentvolumes"}, []string{"list", "watch"}},
-		{"nodes", authorizationv1.ResourceAttributes{Resource: "nodes"}, []string{"list", "watch"}},
+		{"nodes (get: the fresh read that confirms a detach)", authorizationv1.ResourceAttributes{Resource: "nodes"}, []string{"get", "list", "watch"}},
 		{"csinodes", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "csinodes"}, []string{"list", "watch"}},
 		{"csidrivers", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "csidrivers"}, []string{"list", "watch"}},
 		{"csinodeinfos", authorizationv1.ResourceAttributes{Group: "csi.storage.k8s.io", Resource: "csinodeinfos"}, []string{"list", "watch"}},

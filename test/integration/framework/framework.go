@@ -74,21 +74,30 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 // temporary folder, hands its path to setPath, runs the tests on a control plane and removes
 // the binary.
 func MainWithADC(m *testing.M, setPath func(string)) {
-	dir, err := os.MkdirTemp("", "adc-bin-")
+	bin, cleanup, err := BuildADC()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "adc")
-	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/adc")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "framework: building adc:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	setPath(bin)
 	code := Run(m)
-	_ = os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
+}
+
+// BuildADC builds cmd/adc into a temporary folder and returns its path and a function that
+// removes it, for packages that run the binary as users do.
+func BuildADC() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "adc-bin-")
+	if err != nil {
+		return "", nil, fmt.Errorf("creating a folder for the adc binary: %w", err)
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	bin := filepath.Join(dir, "adc")
+	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/adc")
+	if out, err := build.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building adc: %w\n%s", err, out)
+	}
+	return bin, cleanup, nil
 }
