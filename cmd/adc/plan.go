@@ -27,13 +27,16 @@ func newPlanCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show how every volume of every scheduled pod would be attached (read-only dry run)",
-		Long: `plan lists pods, PersistentVolumeClaims, PersistentVolumes, Nodes, CSINodes, CSIDrivers and
-(for the csinodeinfo and auto node sources) CSINodeInfos once, and prints the decision adc makes
-for every (pod volume, node) pair of each pod that is scheduled and not terminated: the
-mechanism (csi, csi-no-attach, in-tree, not-attachable, wait, error) and why. It writes nothing.`,
+		Long: `plan lists pods, PersistentVolumeClaims, PersistentVolumes, Nodes, CSINodes, CSIDrivers,
+(for the csinodeinfo and auto node sources) CSINodeInfos and (for the seed and auto driver-info
+sources) seed-API CSIDrivers once, and prints the decision adc makes for every (pod volume,
+node) pair of each pod that is scheduled and not terminated: the mechanism (csi,
+csi-no-attach, in-tree, not-attachable, wait, error) and why, naming the CSIDriver object
+(kind, API version, name) that decided attachRequired. It writes nothing.`,
 		Example: `  adc plan --kubeconfig ~/.kube/config
   adc plan -o json --migration kubernetes.io/gce-pd=complete,kubernetes.io/aws-ebs=off
-  adc plan --node-migration-source auto`,
+  adc plan --node-migration-source auto
+  adc plan --driver-info-source seed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

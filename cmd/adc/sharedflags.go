@@ -12,17 +12,19 @@ import (
 	"github.com/migration-aware/adc/pkg/plan"
 )
 
-// migrationFlags are --migration and --node-migration-source, which controller, plan and
-// status share so that a dry run decides exactly as the controller would.
+// migrationFlags are --migration, --node-migration-source and --driver-info-source, which
+// controller, plan and status share so that a dry run decides exactly as the controller would.
 type migrationFlags struct {
-	modes      string
-	nodeSource string
+	modes        string
+	nodeSource   string
+	driverSource string
 }
 
 func (m *migrationFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&m.modes, "migration", "", "Per in-tree plugin migration mode laid over the default (all "+migration.ModeOn.String()+
 		"), e.g. kubernetes.io/portworx-volume=complete,kubernetes.io/gce-pd=off; modes: off, on, complete; plugins: "+strings.Join(migration.MigratablePlugins, ", ")+".")
 	fs.StringVar(&m.nodeSource, "node-migration-source", string(migration.NodeSourceCSINode), "Where node migration state is read: csinode, csinodeinfo (seed API) or auto.")
+	fs.StringVar(&m.driverSource, "driver-info-source", string(migration.DriverSourceCSIDriver), "Where a CSI driver's attachRequired is read: csidriver (storage.k8s.io/v1; unset means true), seed (csi.storage.k8s.io/v1alpha1; unset means false) or auto (the v1 object if it exists, else the seed one). No object means attach required.")
 }
 
 // config parses the flags into a migration config, with errors that name the flag.
@@ -35,8 +37,13 @@ func (m *migrationFlags) config() (migration.Config, error) {
 	if err != nil {
 		return migration.Config{}, fmt.Errorf("--node-migration-source: %w", err)
 	}
+	driverSource, err := migration.ParseDriverSource(m.driverSource)
+	if err != nil {
+		return migration.Config{}, fmt.Errorf("--driver-info-source: %w", err)
+	}
 	cfg := migration.DefaultConfig().WithModes(modes)
 	cfg.NodeSource = source
+	cfg.DriverSource = driverSource
 	return cfg, nil
 }
 

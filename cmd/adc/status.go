@@ -28,11 +28,12 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show the CSI migration rollout computed from the cluster (read-only, no controller needed)",
 		Long: `status lists nodes, CSINodes, (for the csinodeinfo and auto node sources) CSINodeInfos, pods,
-claims, volumes, CSIDrivers and VolumeAttachments once and prints the rollout summary the
+claims, volumes, CSIDrivers (for the seed and auto driver-info sources also the seed-API
+ones) and VolumeAttachments once and prints the rollout summary the
 dashboard shows: per in-tree plugin how many managed nodes are migrated, not migrated or have not
 reported yet, the controller's mode, volumes by mechanism, held pairs and problems (version skew,
-multi-attach). Pass the same --migration and --node-migration-source as the controller. It
-writes nothing.`,
+multi-attach). Pass the same --migration, --node-migration-source and --driver-info-source as
+the controller. It writes nothing.`,
 		Example: `  adc status --kubeconfig ~/.kube/config
   adc status -o json --migration kubernetes.io/aws-ebs=off | jq '.plugins[] | select(.nodesUnknown > 0)'`,
 		Args: cobra.NoArgs,

@@ -52,6 +52,9 @@ type Controller struct {
 	nodeInfos  *csiNodeInfoSource
 	synced     []cache.InformerSynced
 
+	// seedDrivers reads seed-API CSIDrivers; nil unless --driver-info-source is seed or auto.
+	seedDrivers *seedDriverSource
+
 	// nodeQueue carries node names whose attachments must be reconciled.
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	// statusQueue carries node names whose status.volumesAttached may need a patch; it is
@@ -81,7 +84,8 @@ type Controller struct {
 
 // New builds a controller on a shared informer factory. It registers the informers and
 // indexers it needs, so the host must call factory.Start after New; Run waits for the caches.
-// dyn may be nil when the node migration source is csinode.
+// dyn may be nil when the node migration source is csinode and the driver-info source is
+// csidriver (the seed-API CRDs are read through it).
 func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, opts Options) (*Controller, error) {
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
@@ -157,6 +161,13 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		}
 		c.nodeInfos = newCSINodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
 	}
+	if opts.Migration.DriverSource.ReadsSeed() {
+		if dyn == nil {
+			return nil, fmt.Errorf("driver info source %q reads seed-API CSIDriver objects and needs a dynamic client", opts.Migration.DriverSource)
+		}
+		c.seedDrivers = newSeedDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
+		c.lookups.seed = c.seedDrivers
+	}
 	return c, nil
 }
 
@@ -183,6 +194,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	if c.nodeInfos != nil {
 		go c.nodeInfos.run(ctx)
+	}
+	if c.seedDrivers != nil {
+		// Blocks until the seed CSIDrivers are cached when their CRD is served, so no pair
+		// is decided on an empty cache; returns at once when the CRD is not installed.
+		c.seedDrivers.start(ctx)
+		if ctx.Err() != nil {
+			return
+		}
 	}
 	c.snapMu.Lock()
 	c.started = true

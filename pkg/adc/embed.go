@@ -43,8 +43,8 @@ var (
 // indexers and event handlers. It does NOT start the factory; the host starts it once every
 // controller is built, as kube-controller-manager does. client should be a client of its own
 // (kube-controller-manager: ControllerContext.NewClient), dyn may be nil when
-// opts.Migration.NodeSource is csinode, and workers is the number of nodes reconciled in
-// parallel (values below 1 mean 1).
+// opts.Migration.NodeSource is csinode and opts.Migration.DriverSource is csidriver, and
+// workers is the number of nodes reconciled in parallel (values below 1 mean 1).
 func NewControllerManagerController(ctx context.Context, factory informers.SharedInformerFactory, client kubernetes.Interface, dyn dynamic.Interface, opts Options, workers int) (*Embedded, error) {
 	if factory == nil || client == nil {
 		return nil, errors.New("adc needs the host's shared informer factory and a client")

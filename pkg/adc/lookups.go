@@ -6,6 +6,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -15,6 +16,8 @@ type lookups struct {
 	pvcs    corelisters.PersistentVolumeClaimLister
 	pvs     corelisters.PersistentVolumeLister
 	drivers storagelisters.CSIDriverLister
+	// seed reads seed-API CSIDrivers; nil when the driver-info source does not use them.
+	seed *seedDriverSource
 }
 
 var (
@@ -47,4 +50,9 @@ func (l lookups) CSIDriver(name string) *storagev1.CSIDriver {
 		return nil
 	}
 	return d
+}
+
+// SeedCSIDriver implements migration.DriverLookup.
+func (l lookups) SeedCSIDriver(name string) *seedcsidriver.CSIDriver {
+	return l.seed.get(name)
 }

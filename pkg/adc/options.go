@@ -14,7 +14,8 @@ import (
 // Options configures a Controller. Zero fields take the defaults of DefaultOptions, so
 // hosts and tests set only what they care about.
 type Options struct {
-	// Migration is the per-plugin migration configuration and node migration source.
+	// Migration is the per-plugin migration configuration, node migration source and
+	// driver-info source.
 	Migration migration.Config
 	// MaxWaitForUnmount is how long a node may be not Ready before its volumes are detached
 	// even though the kubelet still reports them in use.
@@ -46,8 +47,8 @@ type Options struct {
 	// against the informer store, to end those the store proves over after a watch gap or a
 	// relist (no event says so). It reads memory only.
 	ExpectationCheckInterval time.Duration
-	// CRDPollInterval is how often adc looks for the seed-API CSINodeInfo CRD when the node
-	// migration source needs it and it is not installed yet.
+	// CRDPollInterval is how often adc looks for the seed-API CRDs (CSINodeInfo, CSIDriver)
+	// when the node migration or driver-info source needs them and they are not installed yet.
 	CRDPollInterval time.Duration
 }
 
@@ -84,11 +85,14 @@ func DefaultOptions() Options {
 // withDefaults fills zero fields from DefaultOptions.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.Migration.Modes == nil && o.Migration.NodeSource == "" {
+	if o.Migration.Modes == nil && o.Migration.NodeSource == "" && o.Migration.DriverSource == "" {
 		o.Migration = d.Migration
 	}
 	if o.Migration.NodeSource == "" {
 		o.Migration.NodeSource = d.Migration.NodeSource
+	}
+	if o.Migration.DriverSource == "" {
+		o.Migration.DriverSource = d.Migration.DriverSource
 	}
 	if o.MaxWaitForUnmount == 0 {
 		o.MaxWaitForUnmount = d.MaxWaitForUnmount

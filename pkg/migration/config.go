@@ -28,6 +28,21 @@ var Modes = []Mode{ModeOff, ModeOn, ModeComplete}
 // NodeSources lists every valid NodeSource, for flag help and error messages.
 var NodeSources = []NodeSource{NodeSourceCSINode, NodeSourceCSINodeInfo, NodeSourceAuto}
 
+// DriverSources lists every valid DriverSource, for flag help and error messages.
+var DriverSources = []DriverSource{DriverSourceCSIDriver, DriverSourceSeed, DriverSourceAuto}
+
+// String returns the driver-info source as written on the command line.
+func (s DriverSource) String() string { return string(s) }
+
+// Valid reports whether s is one of csidriver, seed, auto.
+func (s DriverSource) Valid() bool {
+	return s == DriverSourceCSIDriver || s == DriverSourceSeed || s == DriverSourceAuto
+}
+
+// ReadsSeed reports whether the source reads seed-API CSIDrivers, so callers list or watch
+// them (and need the CRD) only then.
+func (s DriverSource) ReadsSeed() bool { return s == DriverSourceSeed || s == DriverSourceAuto }
+
 // String returns the mode as written on the command line.
 func (m Mode) String() string { return string(m) }
 
@@ -59,7 +74,8 @@ func migratableIndex(name string) int {
 }
 
 // DefaultConfig is adc's out-of-the-box configuration: every migratable plugin `on` (each
-// node decides through its CSINode) and the CSINode as node source. It differs from upstream
+// node decides through its CSINode), the CSINode as node source and the storage.k8s.io/v1
+// CSIDriver as driver-info source. It differs from upstream
 // 1.36 (all `complete`) only where a node has not reported yet: there adc waits instead of
 // guessing.
 func DefaultConfig() Config {
@@ -67,7 +83,7 @@ func DefaultConfig() Config {
 	for _, p := range MigratablePlugins {
 		modes[p] = ModeOn
 	}
-	return Config{Modes: modes, NodeSource: NodeSourceCSINode}
+	return Config{Modes: modes, NodeSource: NodeSourceCSINode, DriverSource: DriverSourceCSIDriver}
 }
 
 // WithModes returns a copy of c with modes laid over c.Modes, so a --migration flag that
@@ -103,7 +119,16 @@ func (c *Config) source() NodeSource {
 	return c.NodeSource
 }
 
-// Validate reports the first invalid mode or node source in c, so a controller can refuse a
+// driverSource returns the configured driver-info source, defaulting an empty one to
+// CSIDriver (storage.k8s.io/v1).
+func (c *Config) driverSource() DriverSource {
+	if c == nil || c.DriverSource == "" {
+		return DriverSourceCSIDriver
+	}
+	return c.DriverSource
+}
+
+// Validate reports the first invalid mode, node source or driver-info source in c, so a controller can refuse a
 // bad configuration at start-up instead of producing error decisions for every volume.
 func (c *Config) Validate() error {
 	if c == nil {
@@ -120,13 +145,18 @@ func (c *Config) Validate() error {
 	if c.NodeSource != "" && !c.NodeSource.Valid() {
 		return fmt.Errorf("node migration source %q is not valid; valid sources: %s", c.NodeSource, joinSources())
 	}
+	if c.DriverSource != "" && !c.DriverSource.Valid() {
+		return fmt.Errorf("driver info source %q is not valid; valid sources: %s", c.DriverSource, joinDriverSources())
+	}
 	return nil
 }
 
 // String renders c for logs and `adc plan` headers, e.g.
-// "migration=kubernetes.io/aws-ebs=on,...; node-migration-source=csinode".
+// "migration=kubernetes.io/aws-ebs=on,...; node-migration-source=csinode;
+// driver-info-source=csidriver".
 func (c Config) String() string {
-	return "migration=" + FormatModes(c.Modes) + "; node-migration-source=" + string(c.source())
+	return "migration=" + FormatModes(c.Modes) + "; node-migration-source=" + string(c.source()) +
+		"; driver-info-source=" + string(c.driverSource())
 }
 
 // ParseModes parses a --migration flag value such as
@@ -188,6 +218,28 @@ func ParseNodeSource(s string) (NodeSource, error) {
 		return "", fmt.Errorf("invalid node migration source %q; valid sources: %s", s, joinSources())
 	}
 	return src, nil
+}
+
+// ParseDriverSource parses a --driver-info-source flag value. An empty value means the
+// default, csidriver; anything else must be one of DriverSources.
+func ParseDriverSource(s string) (DriverSource, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DriverSourceCSIDriver, nil
+	}
+	src := DriverSource(s)
+	if !src.Valid() {
+		return "", fmt.Errorf("invalid driver info source %q; valid sources: %s", s, joinDriverSources())
+	}
+	return src, nil
+}
+
+func joinDriverSources() string {
+	parts := make([]string, len(DriverSources))
+	for i, s := range DriverSources {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func joinModes() string {

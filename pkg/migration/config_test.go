@@ -110,6 +110,23 @@ func TestParseNodeSource(t *testing.T) {
 	}
 }
 
+func TestParseDriverSource(t *testing.T) {
+	for in, want := range map[string]DriverSource{"": DriverSourceCSIDriver, "csidriver": DriverSourceCSIDriver, " seed ": DriverSourceSeed, "auto": DriverSourceAuto} {
+		got, err := ParseDriverSource(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDriverSource(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"CSIDriver", "v1alpha1", "csidrivers", "seed,csidriver"} {
+		if _, err := ParseDriverSource(in); err == nil || !strings.Contains(err.Error(), "csidriver, seed, auto") {
+			t.Errorf("ParseDriverSource(%q) error = %v, want one listing the valid sources", in, err)
+		}
+	}
+	if !DriverSourceSeed.ReadsSeed() || !DriverSourceAuto.ReadsSeed() || DriverSourceCSIDriver.ReadsSeed() || DriverSource("").ReadsSeed() {
+		t.Errorf("ReadsSeed must be true for seed and auto only")
+	}
+}
+
 func TestWithModesDoesNotModifyReceiver(t *testing.T) {
 	base := DefaultConfig()
 	c := base.WithModes(map[string]Mode{"kubernetes.io/gce-pd": ModeOff})
@@ -129,6 +146,7 @@ func TestConfigValidateAndString(t *testing.T) {
 		{Modes: map[string]Mode{"kubernetes.io/rbd": ModeOn}},
 		{Modes: map[string]Mode{"kubernetes.io/gce-pd": "maybe"}},
 		{NodeSource: "kubelet"},
+		{DriverSource: "v1alpha1"},
 	}
 	for _, c := range bad {
 		if err := c.Validate(); err == nil {
@@ -140,7 +158,7 @@ func TestConfigValidateAndString(t *testing.T) {
 		t.Errorf("Validate(nil) = nil, want error")
 	}
 	s := Config{Modes: map[string]Mode{"kubernetes.io/gce-pd": ModeOff, "kubernetes.io/aws-ebs": ModeComplete}}.String()
-	if s != "migration=kubernetes.io/aws-ebs=complete,kubernetes.io/gce-pd=off; node-migration-source=csinode" {
+	if s != "migration=kubernetes.io/aws-ebs=complete,kubernetes.io/gce-pd=off; node-migration-source=csinode; driver-info-source=csidriver" {
 		t.Errorf("String() = %q", s)
 	}
 	if nilCfg.Mode("kubernetes.io/gce-pd") != ModeOn {

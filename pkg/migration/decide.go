@@ -18,17 +18,11 @@ var translator = csitrans.New()
 // never logs (its caller logs the Decision).
 var discardLogger = logr.Discard()
 
-// Reasons of the native CSI path are constants so the hot path does not format strings.
+// Endings of the reasons of the CSI path, after the evidence of the driver-info source.
 const (
-	whyNoCSIDriver   = "no CSIDriver object exists for the driver, so attach is required and a VolumeAttachment is used"
-	whyAttachNil     = "the driver's CSIDriver does not set attachRequired, so attach is required and a VolumeAttachment is used"
-	whyAttachTrue    = "the driver's CSIDriver has attachRequired=true, so a VolumeAttachment is used"
-	whyAttachFalse   = "the driver's CSIDriver has attachRequired=false, so nothing is attached and the kubelet mounts the volume directly"
-	nativeCSIPrefix  = "native CSI volume; "
-	reasonNativeNone = nativeCSIPrefix + whyNoCSIDriver
-	reasonNativeNil  = nativeCSIPrefix + whyAttachNil
-	reasonNativeTrue = nativeCSIPrefix + whyAttachTrue
-	reasonNativeNo   = nativeCSIPrefix + whyAttachFalse
+	nativeCSIPrefix = "native CSI volume; "
+	soAttach        = ", so a VolumeAttachment is used"
+	soNoAttach      = ", so nothing is attached and the kubelet mounts the volume directly"
 )
 
 // Decide decides how one volume reaches one node. It is pure: it reads cfg and in (never
@@ -37,8 +31,11 @@ const (
 //
 // The rules, in order:
 //  1. A PV with spec.csi is native CSI: MechanismCSI, or MechanismCSINoAttach when the
-//     driver's CSIDriver has attachRequired=false (a missing CSIDriver or field means attach
-//     is required). Inline CSI (ephemeral) volumes are never attached: not-attachable.
+//     driver-info source (cfg.DriverSource, see DriverAttachRequired) says the driver needs
+//     no attach: a storage.k8s.io/v1 CSIDriver with attachRequired=false, or a seed-API one
+//     with attachRequired false or unset. No CSIDriver object means attach is required. The
+//     reason names the object that decided. Inline CSI (ephemeral) volumes are never
+//     attached: not-attachable.
 //  2. A PV or inline volume of a plugin in the translation table is translated with
 //     csi-translation-lib (failure => error in every mode: the key below needs it, and a
 //     volume that cannot be translated cannot survive a later flip to CSI). Mode complete => the CSI path; mode on => the
@@ -77,7 +74,7 @@ func Decide(cfg *Config, in *Input) Decision {
 
 func decidePV(cfg *Config, in *Input, pv *v1.PersistentVolume) Decision {
 	if pv.Spec.CSI != nil {
-		return decideNativeCSI(in, pv)
+		return decideNativeCSI(cfg, in, pv)
 	}
 	if translator.IsPVMigratable(pv) {
 		plugin, err := translator.GetInTreePluginNameFromSpec(pv, nil)
@@ -93,7 +90,7 @@ func decidePV(cfg *Config, in *Input, pv *v1.PersistentVolume) Decision {
 	return decideOther(other, pv, nil, pv.Spec.AccessModes)
 }
 
-func decideNativeCSI(in *Input, pv *v1.PersistentVolume) Decision {
+func decideNativeCSI(cfg *Config, in *Input, pv *v1.PersistentVolume) Decision {
 	src := pv.Spec.CSI
 	if src.Driver == "" || src.VolumeHandle == "" {
 		return Decision{Mechanism: MechanismError, Plugin: CSIPluginName, Driver: src.Driver, VolumeHandle: src.VolumeHandle,
@@ -107,18 +104,22 @@ func decideNativeCSI(in *Input, pv *v1.PersistentVolume) Decision {
 		MultiAttachAllowed: multiAttach(pv.Spec.AccessModes),
 	}
 	d.VolumeKey = d.UniqueName[len(csiUniquePrefix):]
-	switch attachRequired(in.CSIDrivers, src.Driver) {
-	case attachNoCSIDriver:
-		d.Reason = reasonNativeNone
-	case attachFieldNil:
-		d.Reason = reasonNativeNil
-	case attachTrue:
-		d.Reason = reasonNativeTrue
-	default:
+	a := DriverAttachRequired(cfg.driverSource(), in.CSIDrivers, src.Driver)
+	if a.Note != "" {
+		d.Notes = append(d.Notes, a.Note)
+	}
+	switch {
+	case a.Invalid:
+		d.Mechanism = MechanismError
+		d.UniqueName = ""
+		d.Reason = nativeCSIPrefix + a.Evidence
+		return d
+	case !a.Required:
 		d.Mechanism = MechanismCSINoAttach
-		d.Reason = reasonNativeNo
+		d.Reason = nativeCSIPrefix + a.Evidence + soNoAttach
 		return d
 	}
+	d.Reason = nativeCSIPrefix + a.Evidence + soAttach
 	d.Mechanism = MechanismCSI
 	d.VolumeAttachmentName = VolumeAttachmentName(src.VolumeHandle, src.Driver, in.NodeName)
 	d.Source.PersistentVolumeName = &pv.Name
@@ -197,7 +198,7 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 	mode := cfg.Mode(plugin)
 	switch mode {
 	case ModeComplete:
-		d, why := csiPath(d, in, translated, pvName, csiUnique)
+		d, why := csiPath(cfg, d, in, translated, pvName, csiUnique)
 		d.Reason = "migration of " + plugin + " is complete, so the node is not consulted and the volume goes through CSI driver " + d.Driver + "; " + why
 		return d
 	case ModeOn, ModeOff:
@@ -228,7 +229,7 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 	}
 	switch nm.State {
 	case NodeStateMigrated:
-		d, why := csiPath(d, in, translated, pvName, csiUnique)
+		d, why := csiPath(cfg, d, in, translated, pvName, csiUnique)
 		d.Reason = plugin + " is migrated on node \"" + in.NodeName + "\" (" + nm.Evidence + "), so the volume goes through CSI driver " + d.Driver + "; " + why
 		return d
 	case NodeStateNotMigrated:
@@ -242,23 +243,25 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 }
 
 // csiPath finishes a decision for a translated volume that goes through its CSI driver and
-// returns the clause explaining the CSIDriver rule, for the caller to append to its reason in
-// a single concatenation.
-func csiPath(d Decision, in *Input, translated *v1.PersistentVolume, pvName *string, csiUnique string) (Decision, string) {
+// returns the clause explaining the CSIDriver rule (naming the object that decided), for the
+// caller to append to its reason in a single concatenation.
+func csiPath(cfg *Config, d Decision, in *Input, translated *v1.PersistentVolume, pvName *string, csiUnique string) (Decision, string) {
 	d.UniqueName = csiUnique
 	d.MultiAttachAllowed = multiAttach(translated.Spec.AccessModes)
-	var why string
-	switch attachRequired(in.CSIDrivers, d.Driver) {
-	case attachNoCSIDriver:
-		why = whyNoCSIDriver
-	case attachFieldNil:
-		why = whyAttachNil
-	case attachTrue:
-		why = whyAttachTrue
-	default:
-		d.Mechanism = MechanismCSINoAttach
-		return d, whyAttachFalse
+	a := DriverAttachRequired(cfg.driverSource(), in.CSIDrivers, d.Driver)
+	if a.Note != "" {
+		d.Notes = append(d.Notes, a.Note)
 	}
+	switch {
+	case a.Invalid:
+		d.Mechanism = MechanismError
+		d.UniqueName = ""
+		return d, a.Evidence
+	case !a.Required:
+		d.Mechanism = MechanismCSINoAttach
+		return d, a.Evidence + soNoAttach
+	}
+	why := a.Evidence + soAttach
 	d.Mechanism = MechanismCSI
 	d.VolumeAttachmentName = VolumeAttachmentName(d.VolumeHandle, d.Driver, in.NodeName)
 	if pvName != nil {
@@ -346,35 +349,6 @@ func decideOther(p otherPlugin, pv *v1.PersistentVolume, vol *v1.Volume, accessM
 		d.Notes = []string{"the unique name assumes the FlexVolume driver " + p.name + " does not implement getvolumename"}
 	}
 	return d
-}
-
-// attachState is what a CSIDriver says about attach, in the order of the rules.
-type attachState int
-
-const (
-	attachNoCSIDriver attachState = iota
-	attachFieldNil
-	attachTrue
-	attachFalse
-)
-
-// attachRequired applies the CSIDriver rule: a missing CSIDriver, or one without
-// attachRequired, means attach is required; only an explicit false skips the VolumeAttachment.
-func attachRequired(drivers DriverLookup, name string) attachState {
-	if drivers == nil {
-		return attachNoCSIDriver
-	}
-	cd := drivers.CSIDriver(name)
-	switch {
-	case cd == nil:
-		return attachNoCSIDriver
-	case cd.Spec.AttachRequired == nil:
-		return attachFieldNil
-	case *cd.Spec.AttachRequired:
-		return attachTrue
-	default:
-		return attachFalse
-	}
 }
 
 // multiAttach reports whether the access modes allow attaching to more than one node.

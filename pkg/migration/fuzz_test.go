@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 )
 
@@ -52,6 +53,10 @@ type fuzzDrivers struct{ attach *bool }
 
 func (f fuzzDrivers) CSIDriver(name string) *storagev1.CSIDriver {
 	return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSIDriverSpec{AttachRequired: f.attach}}
+}
+
+func (f fuzzDrivers) SeedCSIDriver(name string) *seedcsidriver.CSIDriver {
+	return &seedcsidriver.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: seedcsidriver.CSIDriverSpec{AttachRequired: f.attach}}
 }
 
 // fuzzInput builds a Decide input from fuzzed values. kind picks the volume source, flags
@@ -215,6 +220,8 @@ func fuzzInput(kind, flags, modes, access uint8, handle, zone, annotation, extra
 		cfg.Modes[MigratablePlugins[int(modes)%len(MigratablePlugins)]] = allModes[3]
 	}
 	cfg.NodeSource = []NodeSource{NodeSourceCSINode, NodeSourceCSINodeInfo, NodeSourceAuto, ""}[int(modes)%4]
+	// kind%20 picks the volume source, so the rest of kind is free for the driver-info source.
+	cfg.DriverSource = []DriverSource{DriverSourceCSIDriver, DriverSourceSeed, DriverSourceAuto, "", "bogus"}[int(kind)/20%5]
 	return &cfg, in
 }
 
@@ -252,6 +259,9 @@ func FuzzDecide(f *testing.F) {
 		{17, 1 | 16, 0, 0, "", "eph", "", "ns"},
 		{19, 16, 0, 0, "", "", "", "pv-empty"},
 		{1, 0, 8, 1, "pd", "z", "", "pv"},
+		{20, 16, 16, 1, "h", "", "", "seed.csi.example.com"},
+		{40, 16, 32, 1, "h", "", "", "auto.csi.example.com"},
+		{81, 16, 2, 1 | 32, "pd-1", "us-central1-a", "", "pv-1"},
 	} {
 		f.Add(s.kind, s.flags, s.modes, s.access, s.handle, s.zone, s.annotation, s.extra)
 	}

@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 )
 
@@ -125,10 +126,13 @@ func driverStatus(name string, available bool, mech csinodeinfo.VolumePluginMech
 	return csinodeinfo.CSIDriverInfoStatus{Name: name, Available: available, VolumePluginMechanism: mech}
 }
 
-// driverMap is a DriverLookup over a map.
+// driverMap is a DriverLookup over a map of storage.k8s.io/v1 CSIDrivers; it has no seed
+// objects.
 type driverMap map[string]*storagev1.CSIDriver
 
 func (m driverMap) CSIDriver(name string) *storagev1.CSIDriver { return m[name] }
+
+func (m driverMap) SeedCSIDriver(string) *seedcsidriver.CSIDriver { return nil }
 
 // withDriver returns a lookup holding one CSIDriver with the given attachRequired.
 func withDriver(name string, attachRequired *bool) driverMap {

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 )
 
@@ -16,6 +17,10 @@ type Objects struct {
 	CSINodes     []storagev1.CSINode
 	CSINodeInfos []csinodeinfo.CSINodeInfo
 	Nodes        []v1.Node
+
+	// SeedCSIDrivers are the seed-API csi.storage.k8s.io/v1alpha1 CSIDrivers, listed only
+	// when the driver-info source reads them (seed, auto).
+	SeedCSIDrivers []seedcsidriver.CSIDriver
 }
 
 type namespacedName struct{ namespace, name string }
@@ -28,6 +33,7 @@ type ObjectIndex struct {
 	pvcs         map[namespacedName]*v1.PersistentVolumeClaim
 	pvs          map[string]*v1.PersistentVolume
 	drivers      map[string]*storagev1.CSIDriver
+	seedDrivers  map[string]*seedcsidriver.CSIDriver
 	csiNodes     map[string]*storagev1.CSINode
 	csiNodeInfos map[string]*csinodeinfo.CSINodeInfo
 	nodes        map[string]*v1.Node
@@ -40,6 +46,7 @@ func NewObjectIndex(objs Objects) *ObjectIndex {
 		pvcs:         make(map[namespacedName]*v1.PersistentVolumeClaim, len(objs.PVCs)),
 		pvs:          make(map[string]*v1.PersistentVolume, len(objs.PVs)),
 		drivers:      make(map[string]*storagev1.CSIDriver, len(objs.CSIDrivers)),
+		seedDrivers:  make(map[string]*seedcsidriver.CSIDriver, len(objs.SeedCSIDrivers)),
 		csiNodes:     make(map[string]*storagev1.CSINode, len(objs.CSINodes)),
 		csiNodeInfos: make(map[string]*csinodeinfo.CSINodeInfo, len(objs.CSINodeInfos)),
 		nodes:        make(map[string]*v1.Node, len(objs.Nodes)),
@@ -53,6 +60,9 @@ func NewObjectIndex(objs Objects) *ObjectIndex {
 	}
 	for i := range objs.CSIDrivers {
 		x.drivers[objs.CSIDrivers[i].Name] = &objs.CSIDrivers[i]
+	}
+	for i := range objs.SeedCSIDrivers {
+		x.seedDrivers[objs.SeedCSIDrivers[i].Name] = &objs.SeedCSIDrivers[i]
 	}
 	for i := range objs.CSINodes {
 		x.csiNodes[objs.CSINodes[i].Name] = &objs.CSINodes[i]
@@ -88,6 +98,14 @@ func (x *ObjectIndex) CSIDriver(name string) *storagev1.CSIDriver {
 		return nil
 	}
 	return x.drivers[name]
+}
+
+// SeedCSIDriver implements DriverLookup.
+func (x *ObjectIndex) SeedCSIDriver(name string) *seedcsidriver.CSIDriver {
+	if x == nil {
+		return nil
+	}
+	return x.seedDrivers[name]
 }
 
 // Node returns the Node named name, or nil.

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 )
 
@@ -66,6 +67,22 @@ const (
 	NodeSourceAuto NodeSource = "auto"
 )
 
+// DriverSource selects which API object tells adc whether a CSI driver needs attach. The two
+// APIs disagree on an existing object without attachRequired: storage.k8s.io/v1 means true,
+// the seed API csi.storage.k8s.io/v1alpha1 means false. With no object at both, attach is
+// required.
+type DriverSource string
+
+const (
+	// DriverSourceCSIDriver reads only the storage.k8s.io/v1 CSIDriver (the default, and
+	// upstream's behaviour).
+	DriverSourceCSIDriver DriverSource = "csidriver"
+	// DriverSourceSeed reads only the seed API csi.storage.k8s.io/v1alpha1 CSIDriver (a CRD).
+	DriverSourceSeed DriverSource = "seed"
+	// DriverSourceAuto uses the storage.k8s.io/v1 CSIDriver when it exists, else the seed one.
+	DriverSourceAuto DriverSource = "auto"
+)
+
 // Config is the controller's migration configuration. The zero value is not useful; start
 // from DefaultConfig.
 type Config struct {
@@ -74,12 +91,18 @@ type Config struct {
 	Modes map[string]Mode
 	// NodeSource selects where node migration state is read from.
 	NodeSource NodeSource
+	// DriverSource selects where a CSI driver's attachRequired is read from; empty means
+	// DriverSourceCSIDriver.
+	DriverSource DriverSource
 }
 
-// DriverLookup returns the CSIDriver object named name, or nil when there is none. The
-// controller backs it with a lister, `adc plan` with a listed map, tests with a map.
+// DriverLookup returns the CSIDriver objects named name, or nil when there is none: the
+// storage.k8s.io/v1 one and the seed-API csi.storage.k8s.io/v1alpha1 one. Config.DriverSource
+// decides which of them counts; both are asked through one lookup so every caller (a lister in
+// the controller, a listed map in `adc plan`, a map in tests) answers for both APIs.
 type DriverLookup interface {
 	CSIDriver(name string) *storagev1.CSIDriver
+	SeedCSIDriver(name string) *seedcsidriver.CSIDriver
 }
 
 // Input is everything one decision may look at. Objects may be nil when absent; they are
@@ -99,8 +122,9 @@ type Input struct {
 	CSINode *storagev1.CSINode
 	// CSINodeInfo is the node's seed-API CSINodeInfo, if it exists.
 	CSINodeInfo *csinodeinfo.CSINodeInfo
-	// CSIDrivers resolves the CSIDriver of the driver the volume resolves to. May be nil,
-	// which behaves as "no CSIDriver objects at all" (attach required).
+	// CSIDrivers resolves the CSIDrivers (storage.k8s.io/v1 and seed) of the driver the volume
+	// resolves to. May be nil, which behaves as "no CSIDriver objects at all" (attach
+	// required).
 	CSIDrivers DriverLookup
 }
 

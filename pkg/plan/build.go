@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -22,8 +23,8 @@ import (
 type Clients struct {
 	// Kube lists pods, claims, volumes, nodes, CSINodes and CSIDrivers.
 	Kube kubernetes.Interface
-	// Dynamic lists CSINodeInfos (a CRD without a typed client). May be nil, which behaves as
-	// if the CRD were not installed.
+	// Dynamic lists CSINodeInfos and seed-API CSIDrivers (CRDs without a typed client). May
+	// be nil, which behaves as if the CRDs were not installed.
 	Dynamic dynamic.Interface
 }
 
@@ -37,8 +38,8 @@ type Cluster struct {
 
 // ListCluster lists, with one List call per resource, what `adc plan` and `adc status` need.
 // It only reads. CSINodeInfos are listed only when the node source can use them (csinodeinfo
-// or auto); a missing CRD counts as no CSINodeInfos, so it works on clusters that never
-// installed it. VolumeAttachments are listed only when withAttachments is set.
+// or auto), seed-API CSIDrivers only when the driver-info source can (seed or auto); a missing
+// CRD counts as no such objects, so it works on clusters that never installed it. VolumeAttachments are listed only when withAttachments is set.
 func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttachments bool) (Cluster, error) {
 	var out Cluster
 	if c.Kube == nil {
@@ -90,9 +91,16 @@ func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttac
 			return out, err
 		}
 	}
+	var seedDrivers []seedcsidriver.CSIDriver
+	if cfg.DriverSource.ReadsSeed() {
+		seedDrivers, err = listSeedCSIDrivers(ctx, c.Dynamic, cfg.DriverSource)
+		if err != nil {
+			return out, err
+		}
+	}
 	logger.V(2).Info("Listed cluster objects", "pods", len(pods.Items), "persistentVolumeClaims", len(pvcs.Items),
 		"persistentVolumes", len(pvs.Items), "nodes", len(nodes.Items), "csiNodes", len(csiNodes.Items),
-		"csiDrivers", len(drivers.Items), "csiNodeInfos", len(infos), "volumeAttachments", len(out.VolumeAttachments), "config", cfg.String())
+		"csiDrivers", len(drivers.Items), "seedCSIDrivers", len(seedDrivers), "csiNodeInfos", len(infos), "volumeAttachments", len(out.VolumeAttachments), "config", cfg.String())
 	out.Pods = pods.Items
 	out.Objects = migration.Objects{
 		PVCs:         pvcs.Items,
@@ -101,6 +109,8 @@ func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttac
 		CSINodes:     csiNodes.Items,
 		CSINodeInfos: infos,
 		Nodes:        nodes.Items,
+
+		SeedCSIDrivers: seedDrivers,
 	}
 	return out, nil
 }
@@ -139,6 +149,34 @@ func listCSINodeInfos(ctx context.Context, dyn dynamic.Interface) ([]csinodeinfo
 		infos = append(infos, *info)
 	}
 	return infos, nil
+}
+
+// listSeedCSIDrivers lists the seed-API CSIDrivers. A missing CRD means none exist, which
+// source then reads as "no object, attach required"; it is said once, at Info level, because
+// it changes decisions the operator asked for with --driver-info-source.
+func listSeedCSIDrivers(ctx context.Context, dyn dynamic.Interface, source migration.DriverSource) ([]seedcsidriver.CSIDriver, error) {
+	logger := klog.FromContext(ctx).WithValues("resource", seedcsidriver.GroupVersionResource.String(), "driverInfoSource", source)
+	if dyn == nil {
+		logger.Info("No dynamic client; treating seed CSIDrivers as absent (attach required unless a storage.k8s.io/v1 CSIDriver says otherwise)")
+		return nil, nil
+	}
+	list, err := dyn.Resource(seedcsidriver.GroupVersionResource).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		logger.Info("Seed CSIDriver CRD is not installed; every CSI driver without a storage.k8s.io/v1 CSIDriver counts as having no CSIDriver object (attach required)")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, listErr(seedcsidriver.GroupVersionResource.GroupResource().String(), err)
+	}
+	drivers := make([]seedcsidriver.CSIDriver, 0, len(list.Items))
+	for i := range list.Items {
+		d, err := seedcsidriver.FromUnstructured(&list.Items[i])
+		if err != nil {
+			return nil, fmt.Errorf("reading seed CSIDrivers: %w", err)
+		}
+		drivers = append(drivers, *d)
+	}
+	return drivers, nil
 }
 
 func listErr(resource string, err error) error {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -91,7 +92,10 @@ func infoObject(t *testing.T) runtime.Object {
 
 func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{csinodeinfo.GroupVersionResource: csinodeinfo.ListKind}, objs...)
+		map[schema.GroupVersionResource]string{
+			csinodeinfo.GroupVersionResource:   csinodeinfo.ListKind,
+			seedcsidriver.GroupVersionResource: seedcsidriver.ListKind,
+		}, objs...)
 }
 
 func vaName(handle, driver, node string) string {
@@ -194,6 +198,65 @@ func TestBuildWithoutCSINodeInfoCRD(t *testing.T) {
 	// A nil dynamic client behaves the same.
 	if _, err := Build(context.Background(), Clients{Kube: fake.NewClientset(fixture()...)}, cfg); err != nil {
 		t.Errorf("nil dynamic client: %v", err)
+	}
+}
+
+// seedObject is a seed-API CSIDriver for the fixture's nfs.csi.k8s.io, whose
+// storage.k8s.io/v1 CSIDriver says attachRequired=false.
+func seedObject(t *testing.T, attachRequired *bool) runtime.Object {
+	u, err := seedcsidriver.ToUnstructured(&seedcsidriver.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "nfs.csi.k8s.io"},
+		Spec: seedcsidriver.CSIDriverSpec{AttachRequired: attachRequired}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// --driver-info-source decides which CSIDriver object the plan reads, and the reason names it.
+func TestBuildDriverInfoSource(t *testing.T) {
+	attach := true
+	for _, tc := range []struct {
+		name     string
+		source   migration.DriverSource
+		noCRD    bool
+		mech     migration.Mechanism
+		reason   string
+		listSeed bool
+	}{
+		{"csidriver reads only storage.k8s.io/v1", migration.DriverSourceCSIDriver, false, migration.MechanismCSINoAttach,
+			`CSIDriver "nfs.csi.k8s.io" (storage.k8s.io/v1) has attachRequired=false`, false},
+		{"seed reads only csi.storage.k8s.io/v1alpha1", migration.DriverSourceSeed, false, migration.MechanismCSI,
+			`CSIDriver "nfs.csi.k8s.io" (csi.storage.k8s.io/v1alpha1) has attachRequired=true`, true},
+		{"auto prefers storage.k8s.io/v1", migration.DriverSourceAuto, false, migration.MechanismCSINoAttach,
+			`CSIDriver "nfs.csi.k8s.io" (storage.k8s.io/v1) has attachRequired=false`, true},
+		{"seed without the CRD means no object", migration.DriverSourceSeed, true, migration.MechanismCSI,
+			`no CSIDriver "nfs.csi.k8s.io" exists in csi.storage.k8s.io/v1alpha1`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := migration.DefaultConfig()
+			cfg.DriverSource = tc.source
+			dyn := dynamicClient(seedObject(t, &attach))
+			if tc.noCRD {
+				dyn.PrependReactor("list", "csidrivers", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewNotFound(seedcsidriver.GroupVersionResource.GroupResource(), "")
+				})
+			}
+			r, err := Build(context.Background(), Clients{Kube: fake.NewClientset(fixture()...), Dynamic: dyn}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := rowsByKey(r)["web/app-0/shared"]
+			if row.Mechanism != tc.mech || !strings.Contains(row.Reason, tc.reason) {
+				t.Errorf("row = %s %q, want %s with reason ~ %q", row.Mechanism, row.Reason, tc.mech, tc.reason)
+			}
+			listed := false
+			for _, a := range dyn.Actions() {
+				listed = listed || (a.GetVerb() == "list" && a.GetResource() == seedcsidriver.GroupVersionResource)
+			}
+			if listed != tc.listSeed {
+				t.Errorf("seed CSIDrivers listed = %v, want %v", listed, tc.listSeed)
+			}
+		})
 	}
 }
 

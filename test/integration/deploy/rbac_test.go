@@ -30,7 +30,7 @@ import (
 
 // The controller runs as the ServiceAccount of deploy/kubernetes with exactly its RBAC: it
 // attaches and detaches a CSI volume end to end, records Events, reads the seed-API
-// CSINodeInfos, and never gets a 403; writes outside its role are forbidden.
+// CSINodeInfos and CSIDrivers, and never gets a 403; writes outside its role are forbidden.
 func TestControllerRunsAsServiceAccount(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cp := framework.Get(t)
@@ -81,6 +81,14 @@ func TestControllerRunsAsServiceAccount(t *testing.T) {
 		})
 	})
 
+	t.Run("reads seed CSIDrivers", func(t *testing.T) {
+		// --driver-info-source=auto reads the seed-API CSIDrivers too (their CRD is applied
+		// with the manifests, so the controller lists them before it starts deciding).
+		s.eventually("a successful list of seed csidrivers as the ServiceAccount", 20*time.Second, func(context.Context) (bool, string) {
+			return rec.succeeded(http.MethodGet, "/apis/csi.storage.k8s.io/v1alpha1/csidrivers"), "not yet"
+		})
+	})
+
 	t.Run("detaches when the pod is deleted", func(t *testing.T) {
 		s.deletePod("app")
 		s.eventually("VolumeAttachment "+name+" deleted and unlisted", 20*time.Second, s.detached(name, unique))
@@ -119,8 +127,10 @@ func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, us
 		t.Fatal(err)
 	}
 	opts := adc.DefaultOptions()
-	// auto also reads CSINodeInfos, so the test covers every read the role grants.
+	// auto also reads CSINodeInfos and seed CSIDrivers, so the test covers every read the
+	// role grants.
 	opts.Migration.NodeSource = migration.NodeSourceAuto
+	opts.Migration.DriverSource = migration.DriverSourceAuto
 	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
 	opts.NodeStatusMaxDelay = 200 * time.Millisecond
 	opts.CRDPollInterval = 200 * time.Millisecond
@@ -212,6 +222,7 @@ func checkPermissions(ctx context.Context, t *testing.T, admin kubernetes.Interf
 		{"csinodes", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "csinodes"}, []string{"list", "watch"}},
 		{"csidrivers", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "csidrivers"}, []string{"list", "watch"}},
 		{"csinodeinfos", authorizationv1.ResourceAttributes{Group: "csi.storage.k8s.io", Resource: "csinodeinfos"}, []string{"list", "watch"}},
+		{"seed csidrivers", authorizationv1.ResourceAttributes{Group: "csi.storage.k8s.io", Resource: "csidrivers"}, []string{"list", "watch"}},
 		// Writes.
 		{"volumeattachments", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "volumeattachments"}, []string{"list", "watch", "create", "delete"}},
 		{"volumeattachment status (the attacher's)", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "volumeattachments", Subresource: "status"}, nil},
