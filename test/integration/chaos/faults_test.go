@@ -57,8 +57,6 @@ func (f *faults) all() []fault {
 		}},
 		{"node-out-of-service", f.outOfService},
 		{"node-deleted", f.deleteNode},
-		{"kill-leader", f.killLeader},
-		{"apiserver-restart-compacted", f.restartAPIServer},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // Settings of a run. The defaults keep the package at about two minutes on the 2-core CI
 // machine; CHAOS_DURATION and CHAOS_SEED (or the flags) make a longer run or replay one.
 var (
-	chaosDuration = flag.Duration("chaos.duration", envDuration("CHAOS_DURATION", 60*time.Second), "how long faults and churn run (env CHAOS_DURATION)")
+	chaosDuration = flag.Duration("chaos.duration", envDuration("CHAOS_DURATION", 45*time.Second), "how long faults and churn run (env CHAOS_DURATION)")
 	chaosSeed     = flag.Int64("chaos.seed", envInt("CHAOS_SEED", 0), "seed of every random choice; 0 picks one from the clock (env CHAOS_SEED)")
 )
 
