@@ -26,12 +26,15 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(funcs()).ParseFS(templatesFS, "templates/page.html.tmpl"))
 
 // Register adds the dashboard to srv: GET / (the page), GET /api/v1/rollout (the same report
-// as JSON, schema in docs/rollout-api.md) and GET /static/ (its CSS and JavaScript). source
+// as JSON, schema in docs/rollout-api.md), GET /nodes and /api/v1/nodes (the node view,
+// filtered by ?plugin= and ?state=) and GET /static/ (its CSS and JavaScript). source
 // is called once per request and must be safe for concurrent use; it returns the report to
 // show, e.g. rollout.FromController of the current controller, or rollout.Standby.
 func Register(srv *server.Server, source func() rollout.Report) {
 	srv.Handle("GET "+PagePath+"{$}", pageHandler(source))
 	srv.Handle("GET "+APIPath, apiHandler(source))
+	srv.Handle("GET "+NodesPath, nodesPageHandler(source))
+	srv.Handle("GET "+NodesAPIPath, nodesAPIHandler(source))
 	srv.Handle("GET "+StaticPath, staticHandler())
 }
 

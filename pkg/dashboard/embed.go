@@ -5,9 +5,9 @@ import (
 	"io/fs"
 )
 
-// templatesFS holds the page template; staticFS the CSS and JavaScript served under /static/.
+// templatesFS holds the page templates; staticFS the CSS and JavaScript served under /static/.
 //
-//go:embed templates/page.html.tmpl
+//go:embed templates/*.html.tmpl
 var templatesFS embed.FS
 
 //go:embed static

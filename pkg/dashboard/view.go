@@ -25,7 +25,11 @@ const maxRows = 200
 // template holds no arithmetic.
 type page struct {
 	rollout.Report
-	Plugins        []pluginRow
+	Plugins []pluginRow
+	// InPlay are the plugins whose readiness the readiness panel details; NotStarted names
+	// the others (no node migrated, no volume, mode not complete).
+	InPlay         []pluginRow
+	NotStarted     []string
 	Mechanisms     []mechanismTile
 	Pairs          int
 	RefreshSeconds int
@@ -43,6 +47,19 @@ type pluginRow struct {
 	rollout.PluginRollout
 	MigratedPct, NotMigratedPct, UnknownPct float64
 	ModeHint                                string
+	// Complete is true for mode complete: the row shows the lagging kubelets (SkewNodes) as a
+	// warning instead of a bar, since the nodes are no longer consulted.
+	Complete  bool
+	SkewNodes int
+	// InPlay is true when the plugin's rollout has started (a node migrated, a volume of it
+	// exists, or the mode is complete), so its readiness blockers are listed on the page;
+	// the others are named on one line.
+	InPlay bool
+	// BlockersShown and ChangesShown are the first maxRows readiness blockers; the *Hidden
+	// counts say how many more the JSON API has.
+	BlockersShown                 []rollout.NodeBlocker
+	ChangesShown                  []rollout.PathChange
+	BlockersHidden, ChangesHidden int
 }
 
 // mechanismTile is one mechanism's pair count.
@@ -73,7 +90,16 @@ func newPage(r rollout.Report) page {
 	p.ProblemsShown, p.ProblemsHidden = firstRows(r.Problems)
 	p.NotesShown, p.NotesHidden = firstRows(r.Notes)
 	for _, pr := range r.Plugins {
-		row := pluginRow{PluginRollout: pr, ModeHint: modeHints[pr.Mode]}
+		row := pluginRow{PluginRollout: pr, ModeHint: modeHints[pr.Mode], Complete: pr.Mode == migration.ModeComplete,
+			SkewNodes: len(pr.Readiness.NodesNotMigrated)}
+		row.InPlay = !r.Standby && (row.Complete || pr.NodesMigrated > 0 || pr.VolumesByPath.Total > 0)
+		row.BlockersShown, row.BlockersHidden = firstRows(pr.Readiness.NodesNotMigrated)
+		row.ChangesShown, row.ChangesHidden = firstRows(pr.Readiness.VolumesChangingPath)
+		if row.InPlay {
+			p.InPlay = append(p.InPlay, row)
+		} else {
+			p.NotStarted = append(p.NotStarted, pr.Plugin)
+		}
 		if pr.NodesTotal > 0 {
 			total := float64(pr.NodesTotal)
 			row.MigratedPct = percent(pr.NodesMigrated, total)
@@ -113,6 +139,7 @@ func funcs() template.FuncMap {
 		"due":      due,
 		"seconds":  formatSeconds,
 		"ptr":      func(t time.Time) *time.Time { return &t },
+		"nodesURL": func(plugin, state string) string { return nodesURL(rollout.NodeFilter{Plugin: plugin, State: state}) },
 	}
 }
 

@@ -82,6 +82,9 @@ func TestRegisteredNamesAndLabels(t *testing.T) {
 		{HeldRetriesName, dto.MetricType_GAUGE, []string{"mechanism"}},
 		{MultiAttachName, dto.MetricType_GAUGE, nil},
 		{VersionSkewName, dto.MetricType_GAUGE, nil},
+		{VolumesByPathName, dto.MetricType_GAUGE, []string{"path", "plugin"}},
+		{CompleteReadyName, dto.MetricType_GAUGE, []string{"plugin"}},
+		{CompleteBlockersName, dto.MetricType_GAUGE, []string{"kind", "plugin"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +171,34 @@ func TestStateValues(t *testing.T) {
 	}
 	if len(nodes) != 7*3 {
 		t.Errorf("%s has %d series, want 3 states x 7 plugins", NodesName, len(nodes))
+	}
+	for _, tt := range []struct {
+		name  string
+		want  map[string]float64
+		count int
+	}{
+		// gce-pd: 3 pairs through CSI, the in-tree pair on node-c (no attacher) and the wait
+		// pair on node-d held; aws-ebs: its skew pair held.
+		{VolumesByPathName, map[string]float64{
+			"path=csi,plugin=kubernetes.io/gce-pd": 3, "path=in-tree,plugin=kubernetes.io/gce-pd": 0, "path=held,plugin=kubernetes.io/gce-pd": 2,
+			"path=held,plugin=kubernetes.io/aws-ebs": 1, "path=csi,plugin=kubernetes.io/portworx-volume": 0}, 7 * 3},
+		{CompleteReadyName, map[string]float64{"plugin=kubernetes.io/gce-pd": 0, "plugin=kubernetes.io/portworx-volume": 0}, 7},
+		{CompleteBlockersName, map[string]float64{
+			"kind=nodes,plugin=kubernetes.io/gce-pd": 2, "kind=volumes,plugin=kubernetes.io/gce-pd": 2,
+			"kind=nodes,plugin=kubernetes.io/aws-ebs": 3, "kind=volumes,plugin=kubernetes.io/aws-ebs": 0,
+			"kind=nodes,plugin=kubernetes.io/portworx-volume": 4}, 7 * 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := values(tt.name)
+			for key, want := range tt.want {
+				if v, ok := got[key]; !ok || v != want {
+					t.Errorf("%s{%s} = %v (present %v), want %v", tt.name, key, v, ok, want)
+				}
+			}
+			if len(got) != tt.count {
+				t.Errorf("%s has %d series, want %d (bounded: plugins x label values)", tt.name, len(got), tt.count)
+			}
+		})
 	}
 	modes := values(ModeName)
 	if modes["mode=off,plugin=kubernetes.io/aws-ebs"] != 1 || modes["mode=complete,plugin=kubernetes.io/portworx-volume"] != 1 || len(modes) != 7 {

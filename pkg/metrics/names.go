@@ -25,6 +25,13 @@ const (
 	MultiAttachName = "adc_multi_attach_blocked_pairs"
 	// VersionSkewName counts pairs held because of version skew.
 	VersionSkewName = "adc_version_skew_pairs"
+	// VolumesByPathName counts each in-tree plugin's pairs by path: csi, in-tree, held.
+	VolumesByPathName = "adc_migration_volumes"
+	// CompleteReadyName is 1 for each in-tree plugin it is safe to switch to complete now.
+	CompleteReadyName = "adc_migration_complete_ready"
+	// CompleteBlockersName counts what blocks switching each plugin to complete, by kind:
+	// nodes (not reported migrated) and volumes (would change path).
+	CompleteBlockersName = "adc_migration_complete_blockers"
 	// DetachNodeReadsName counts the fresh (quorum) Node reads that confirm detaches, by
 	// result: what never detaching on a stale cache costs in API calls.
 	DetachNodeReadsName = "adc_detach_node_reads_total"

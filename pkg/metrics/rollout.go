@@ -20,7 +20,14 @@ type rolloutCollector struct {
 	source *viewSource
 
 	nodes, mode, decisions, held, heldAge, heldRetries, multiAttach, skew *k8smetrics.Desc
+	volumes, ready, blockers                                              *k8smetrics.Desc
 }
+
+// Blocker kinds, the kind label values of CompleteBlockersName.
+const (
+	BlockerNodes   = "nodes"
+	BlockerVolumes = "volumes"
+)
 
 func newRolloutCollector(s *viewSource) *rolloutCollector {
 	desc := func(name, help string, labels ...string) *k8smetrics.Desc {
@@ -38,12 +45,18 @@ func newRolloutCollector(s *viewSource) *rolloutCollector {
 			"mechanism"),
 		multiAttach: desc(MultiAttachName, "Number of pairs waiting because their ReadWriteOnce volume is still attached to another node."),
 		skew:        desc(VersionSkewName, "Number of pairs held because a node reports a plugin migrated while adc has its migration off."),
+		volumes: desc(VolumesByPathName, "Number of (pod volume, node) pairs of each in-tree plugin by path: csi (through the CSI driver), in-tree, or held.",
+			"plugin", "path"),
+		ready: desc(CompleteReadyName, "1 when switching the in-tree plugin to complete is safe now (every managed node reports it migrated, no volume would change path), else 0; for a complete plugin, 0 means kubelets lag (skew).",
+			"plugin"),
+		blockers: desc(CompleteBlockersName, "What blocks switching the in-tree plugin to complete: managed nodes not reporting it migrated (kind nodes), volumes that would change path (kind volumes).",
+			"plugin", "kind"),
 	}
 }
 
 // DescribeWithStability implements k8smetrics.StableCollector.
 func (c *rolloutCollector) DescribeWithStability(ch chan<- *k8smetrics.Desc) {
-	for _, d := range []*k8smetrics.Desc{c.nodes, c.mode, c.decisions, c.held, c.heldAge, c.heldRetries, c.multiAttach, c.skew} {
+	for _, d := range []*k8smetrics.Desc{c.nodes, c.mode, c.decisions, c.held, c.heldAge, c.heldRetries, c.multiAttach, c.skew, c.volumes, c.ready, c.blockers} {
 		ch <- d
 	}
 }
@@ -66,6 +79,16 @@ func (c *rolloutCollector) CollectWithStability(ch chan<- k8smetrics.Metric) {
 		gauge(c.nodes, float64(p.NodesNotMigrated), p.Plugin, migration.NodeStateNotMigrated.String())
 		gauge(c.nodes, float64(p.NodesUnknown), p.Plugin, migration.NodeStateUnknown.String())
 		gauge(c.mode, 1, p.Plugin, string(p.Mode))
+		for _, path := range rollout.Paths {
+			gauge(c.volumes, float64(p.VolumesByPath.Count(path)), p.Plugin, string(path))
+		}
+		ready := 0.0
+		if p.Readiness.Ready {
+			ready = 1
+		}
+		gauge(c.ready, ready, p.Plugin)
+		gauge(c.blockers, float64(len(p.Readiness.NodesNotMigrated)), p.Plugin, BlockerNodes)
+		gauge(c.blockers, float64(len(p.Readiness.VolumesChangingPath)), p.Plugin, BlockerVolumes)
 	}
 
 	type pluginMech struct{ plugin, mech string }

@@ -59,8 +59,9 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 	}
 	r.NodesManaged = len(nodes)
 	var states nodeStates
-	r.Plugins, states, r.Notes = countNodes(cfg, nodes)
+	r.Plugins, states, r.Notes, r.Nodes = countNodes(cfg, nodes)
 	where := newAttachedIndex(objs.Nodes, vas)
+	var facts []pairFacts
 
 	for i := range pods {
 		pod := &pods[i]
@@ -72,6 +73,7 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 		for _, pv := range migration.PodVolumes(pod, idx) {
 			d := migration.DecidePodVolume(&cfg, pv, pod.Namespace, node, idx)
 			r.VolumesByMechanism[d.Mechanism]++
+			facts = append(facts, pairFacts{node: node.Name, pod: podKey, volume: pv.Name, pv: pv.PVName, plugin: d.Plugin, mechanism: d.Mechanism})
 			if d.Mechanism == migration.MechanismWait || d.Mechanism == migration.MechanismError {
 				r.Held = append(r.Held, HeldPair{Node: node.Name, Pod: podKey, Volume: pv.Name, PV: pv.PVName, Plugin: d.Plugin, Mechanism: d.Mechanism, Reason: d.Reason})
 			}
@@ -84,6 +86,8 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 			}
 		}
 	}
+	tallyPlugins(r.Plugins, states, facts)
+	countNodeVolumes(r.Nodes, facts)
 	sortPairs(r.Held, func(h HeldPair) [3]string { return [3]string{h.Node, h.Pod, h.Volume} })
 	sortPairs(r.Problems, func(p Problem) [3]string { return [3]string{p.Node, p.Pod, p.Volume} })
 	return r

@@ -107,7 +107,7 @@ func TestFromCluster(t *testing.T) {
 		t.Errorf("source %s managed %d operations %d", r.Source, r.NodesManaged, len(r.Operations))
 	}
 	if got, want := plugin(t, r, "kubernetes.io/gce-pd"), (rollout.PluginRollout{Plugin: "kubernetes.io/gce-pd", Driver: "pd.csi.storage.gke.io",
-		Mode: migration.ModeOn, NodesMigrated: 2, NodesUnknown: 1, NodesTotal: 3}); got != want {
+		Mode: migration.ModeOn, NodesMigrated: 2, NodesUnknown: 1, NodesTotal: 3}); !reflect.DeepEqual(nodeCounts(got), want) {
 		t.Errorf("gce-pd = %+v, want %+v", got, want)
 	}
 	if got := plugin(t, r, "kubernetes.io/aws-ebs"); got.Mode != migration.ModeOff || got.NodesMigrated != 1 || got.NodesNotMigrated != 1 || got.NodesUnknown != 1 {
@@ -132,6 +132,18 @@ func TestFromCluster(t *testing.T) {
 	}
 	if len(r.Notes) != 1 || r.Notes[0].Node != "node-b" || !strings.Contains(r.Notes[0].Message, rollouttest.Script) {
 		t.Errorf("notes = %+v", r.Notes)
+	}
+	// pg-0's two volumes and pg-1's go through CSI, pg-2's waits on the silent node-c.
+	gce := plugin(t, r, "kubernetes.io/gce-pd")
+	if want := (rollout.VolumePaths{CSI: 3, Held: 1, Total: 4}); gce.VolumesByPath != want {
+		t.Errorf("gce-pd volumesByPath = %+v, want %+v", gce.VolumesByPath, want)
+	}
+	wantReadiness := rollout.Readiness{
+		NodesNotMigrated:    []rollout.NodeBlocker{{Node: "node-c", State: "unknown"}},
+		VolumesChangingPath: []rollout.PathChange{{Node: "node-c", Pod: "db/pg-2", Volume: "x", PV: "pv-x", From: migration.MechanismWait}},
+	}
+	if !reflect.DeepEqual(gce.Readiness, wantReadiness) {
+		t.Errorf("gce-pd readiness = %+v, want %+v", gce.Readiness, wantReadiness)
 	}
 	for _, a := range kube.Actions() {
 		if a.GetVerb() != "list" {

@@ -35,13 +35,16 @@ func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []a
 	r := newReport(SourceController, cfg, now)
 	r.NodesManaged = len(nodes)
 	var states nodeStates
-	r.Plugins, states, r.Notes = countNodes(cfg, nodes)
+	r.Plugins, states, r.Notes, r.Nodes = countNodes(cfg, nodes)
+	facts := make([]pairFacts, 0, len(pairs))
 	for i := range pairs {
 		p := &pairs[i]
 		if p.Pod == "" {
 			continue // an attachment no pod needs is not a decision
 		}
 		r.VolumesByMechanism[p.Mechanism]++
+		facts = append(facts, pairFacts{node: p.Node, pod: p.Pod, volume: p.Volume, pv: p.PV, plugin: p.Plugin,
+			mechanism: p.Mechanism, held: p.Phase == adc.PhaseHeld})
 		if p.Phase == adc.PhaseHeld {
 			r.Held = append(r.Held, HeldPair{
 				Node: p.Node, Pod: p.Pod, Volume: p.Volume, PV: p.PV, Plugin: p.Plugin,
@@ -53,6 +56,8 @@ func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []a
 			r.Problems = append(r.Problems, Problem{Kind: kind, Node: p.Node, Pod: p.Pod, Volume: p.Volume, Reason: p.Reason})
 		}
 	}
+	tallyPlugins(r.Plugins, states, facts)
+	countNodeVolumes(r.Nodes, facts)
 	for i, op := range ops {
 		if i == MaxOperations {
 			break

@@ -35,14 +35,15 @@ func (s nodeStates) state(node, plugin string) migration.NodeMigrationState {
 
 // pluginRollouts counts nodes per plugin and state.
 func pluginRollouts(cfg migration.Config, nodes []migration.NodeObjects) []PluginRollout {
-	out, _, _ := countNodes(cfg, nodes)
+	out, _, _, _ := countNodes(cfg, nodes)
 	return out
 }
 
 // countNodes asks the configured node source about every (node, migratable plugin) and
-// returns the per-plugin counts, each node's states (for skew detection) and the notes the
-// node source made, one per node and message. The caller passes managed nodes only.
-func countNodes(cfg migration.Config, nodes []migration.NodeObjects) ([]PluginRollout, nodeStates, []NodeNote) {
+// returns the per-plugin counts, each node's states (for skew detection), the notes the
+// node source made (one per node and message) and the node view's rows, sorted by name. The
+// caller passes managed nodes only.
+func countNodes(cfg migration.Config, nodes []migration.NodeObjects) ([]PluginRollout, nodeStates, []NodeNote, []NodeRollout) {
 	src := cfg.NodeSource
 	if src == "" {
 		src = migration.NodeSourceCSINode
@@ -53,6 +54,7 @@ func countNodes(cfg migration.Config, nodes []migration.NodeObjects) ([]PluginRo
 	}
 	states := make(nodeStates, len(nodes))
 	notes := []NodeNote{}
+	rows := make([]NodeRollout, 0, len(nodes))
 	for _, n := range nodes {
 		perPlugin := make(map[string]migration.NodeMigrationState, len(plugins))
 		seen := map[string]bool{}
@@ -78,7 +80,9 @@ func countNodes(cfg migration.Config, nodes []migration.NodeObjects) ([]PluginRo
 			}
 		}
 		states[n.Name] = perPlugin
+		rows = append(rows, newNodeRollout(src, n, perPlugin))
 	}
 	sort.SliceStable(notes, func(i, j int) bool { return notes[i].Node < notes[j].Node })
-	return plugins, states, notes
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	return plugins, states, notes, rows
 }

@@ -63,6 +63,9 @@ type Report struct {
 	// Operations are the most recent finished attach and detach operations, newest first, at
 	// most MaxOperations; always empty for source cluster.
 	Operations []OperationRecord `json:"operations"`
+	// Nodes are the node view's rows, one per managed node sorted by name. They are not
+	// part of /api/v1/rollout (a large cluster would bloat it): NodesView serves them.
+	Nodes []NodeRollout `json:"-"`
 }
 
 // PluginRollout is the rollout state of one in-tree plugin across the managed nodes.
@@ -79,6 +82,12 @@ type PluginRollout struct {
 	NodesNotMigrated int `json:"nodesNotMigrated"`
 	NodesUnknown     int `json:"nodesUnknown"`
 	NodesTotal       int `json:"nodesTotal"`
+	// VolumesByPath counts the plugin's pairs by path (CSI, in-tree, held): where the data
+	// is, which node counts hide.
+	VolumesByPath VolumePaths `json:"volumesByPath"`
+	// Readiness says whether switching the plugin to complete is safe now and what blocks
+	// it; for a plugin already complete, its node list is the kubelets that lag (skew).
+	Readiness Readiness `json:"readiness"`
 }
 
 // HeldPair is a (pod volume, node) pair adc neither attaches nor detaches until its cause
@@ -152,6 +161,17 @@ func (r Report) withLists() Report {
 	if r.Plugins == nil {
 		r.Plugins = []PluginRollout{}
 	}
+	plugins := make([]PluginRollout, len(r.Plugins))
+	for i, p := range r.Plugins {
+		if p.Readiness.NodesNotMigrated == nil {
+			p.Readiness.NodesNotMigrated = []NodeBlocker{}
+		}
+		if p.Readiness.VolumesChangingPath == nil {
+			p.Readiness.VolumesChangingPath = []PathChange{}
+		}
+		plugins[i] = p
+	}
+	r.Plugins = plugins
 	if r.Held == nil {
 		r.Held = []HeldPair{}
 	}
@@ -203,5 +223,9 @@ func Standby(cfg migration.Config, now time.Time) Report {
 	r.Standby = true
 	r.Message = "standby: this replica does not hold the leader election lease; the leading replica's dashboard shows the rollout"
 	r.Plugins = pluginRollouts(cfg, nil)
+	tallyPlugins(r.Plugins, nil, nil)
+	for i := range r.Plugins {
+		r.Plugins[i].Readiness.Ready = false // a standby knows nothing about the nodes
+	}
 	return r
 }

@@ -36,8 +36,9 @@ func RenderText(w io.Writer, r Report) error {
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, p := range r.Plugins {
-		fmt.Fprintf(tw, "%s\t%s\t%s %d/%d migrated, %d not, %d unknown\n",
-			p.Plugin, p.Mode, Bar(p.NodesMigrated, p.NodesTotal), p.NodesMigrated, p.NodesTotal, p.NodesNotMigrated, p.NodesUnknown)
+		v := p.VolumesByPath
+		fmt.Fprintf(tw, "%s\t%s\t%s\tvolumes csi=%d in-tree=%d held=%d\t%s\n",
+			p.Plugin, p.Mode, nodesColumn(p), v.CSI, v.InTree, v.Held, readinessColumn(p, r.Standby))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing rollout table: %w", err)
@@ -82,6 +83,32 @@ func RenderText(w io.Writer, r Report) error {
 		return fmt.Errorf("writing rollout status: %w", err)
 	}
 	return nil
+}
+
+// nodesColumn is a plugin's node progress: a bar for off and on; for complete, where the
+// nodes are no longer consulted, the kubelets that lag behind as a skew warning.
+func nodesColumn(p PluginRollout) string {
+	if p.Mode != migration.ModeComplete {
+		return fmt.Sprintf("%s %d/%d migrated, %d not, %d unknown", Bar(p.NodesMigrated, p.NodesTotal), p.NodesMigrated, p.NodesTotal, p.NodesNotMigrated, p.NodesUnknown)
+	}
+	if lag := p.NodesTotal - p.NodesMigrated; lag > 0 {
+		return fmt.Sprintf("skew: %d/%d nodes not migrated (%d not, %d unknown)", lag, p.NodesTotal, p.NodesNotMigrated, p.NodesUnknown)
+	}
+	return fmt.Sprintf("all %d nodes migrated", p.NodesTotal)
+}
+
+// readinessColumn is a plugin's readiness for complete in a few words.
+func readinessColumn(p PluginRollout, standby bool) string {
+	rd := p.Readiness
+	switch {
+	case standby:
+		return ""
+	case p.Mode == migration.ModeComplete:
+		return "complete"
+	case rd.Ready:
+		return "ready for complete"
+	}
+	return fmt.Sprintf("not ready for complete: %d nodes, %d volumes", len(rd.NodesNotMigrated), len(rd.VolumesChangingPath))
 }
 
 // RenderJSON writes the report as indented JSON in the shape of docs/rollout-api.md.

@@ -18,7 +18,7 @@
   function refresh() {
     if (busy || document.hidden) { return; }
     busy = true;
-    fetch(window.location.pathname, { cache: "no-store", headers: { "Accept": "text/html" } })
+    fetch(window.location.pathname + window.location.search, { cache: "no-store", headers: { "Accept": "text/html" } })
       .then(function (resp) {
         if (!resp.ok) { throw new Error("HTTP " + resp.status); }
         return resp.text();

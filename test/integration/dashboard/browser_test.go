@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -41,8 +43,14 @@ func chromiumPath() (string, []string) {
 // serveDashboard serves the controller's dashboard (and /metrics) on 127.0.0.1:0.
 func serveDashboard(t *testing.T, rc *rolloutCluster) string {
 	t.Helper()
+	return serveReports(t, func() rollout.Report { return rollout.FromController(rc.ctrl, time.Now()) })
+}
+
+// serveReports serves a dashboard of the reports source returns on 127.0.0.1:0.
+func serveReports(t *testing.T, source func() rollout.Report) string {
+	t.Helper()
 	srv := server.New()
-	dashboard.Register(srv, func() rollout.Report { return rollout.FromController(rc.ctrl, time.Now()) })
+	dashboard.Register(srv, source)
 	l, err := server.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +156,7 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	}
 
 	gce := `[data-plugin="kubernetes.io/gce-pd"]`
+	px := `[data-plugin="kubernetes.io/portworx-volume"]`
 	checks := []struct {
 		sel, want string
 	}{
@@ -167,15 +176,39 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 		{`[data-mechanism="csi-no-attach"][data-field="volumes"]`, "0"},
 		{`#held-count`, "3"},
 		{`#problems-count`, "2"},
+		// Volumes by path: gce-pd has 6 volumes, 4 through CSI, 2 held (in-tree on c
+		// without an in-tree attacher, wait on d); aws-ebs's one is held (skew).
+		{gce + `[data-field="volumesCSI"]`, "4"},
+		{gce + `[data-field="volumesTotal"]`, "6"},
+		{gce + `[data-field="volumesInTree"]`, "0"},
+		{gce + `[data-field="volumesHeld"]`, "2"},
+		{`[data-plugin="kubernetes.io/aws-ebs"][data-field="volumesHeld"]`, "1"},
+		// Readiness for complete: c and d block gce-pd, app-c and app-d would change path.
+		{gce + `[data-field="readiness"]`, "not ready"},
+		{gce + `[data-field="blockingNodes"]`, "2"},
+		{gce + `[data-field="changingVolumes"]`, "2"},
+		{`[data-plugin="kubernetes.io/aws-ebs"][data-field="blockingNodes"]`, "3"},
+		// portworx is complete and only a reports it migrated: skew, not a bar.
+		{px + `[data-field="readiness"]`, "complete"},
+		{px + `[data-field="skewNodes"]`, "3"},
+		{px + `[data-field="verdict"]`, "complete, skew"},
+		{`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-blocker-node="` + rc.notMigrated + `"]`, rc.notMigrated + "not-migrated"},
+		{`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-blocker-node="` + rc.unknown + `"]`, rc.unknown + "unknown"},
+		{`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-changing-pod="` + rc.ns + `/app-c"] .mech`, "in-tree"},
+		{`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-changing-pod="` + rc.ns + `/app-d"] .mech`, "wait"},
 	}
-	checkNumbers := func(when string) {
+	checkNumbers := func(ctx context.Context, when string) {
 		for _, c := range checks {
 			if got := textOf(t, ctx, c.sel); got != c.want {
 				t.Errorf("%s the page shows %s = %q, want %q", when, c.sel, got, c.want)
 			}
 		}
+		// The complete plugin's row has no rollout bar.
+		if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#plugins tr[data-plugin="kubernetes.io/portworx-volume"] svg').length`)); err != nil || n != 0 {
+			t.Errorf("%s the complete plugin's row has %d bars (%v), want a skew warning instead", when, n, err)
+		}
 	}
-	checkNumbers("on load")
+	checkNumbers(ctx, "on load")
 
 	// Cluster data with a script: shown as text in the node note (CSINode annotation) and in
 	// the failed operation (the external-attacher's attachError), never run.
@@ -204,7 +237,7 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Errorf("the page did not refresh itself: %v", err)
 	}
-	checkNumbers("after a refresh")
+	checkNumbers(ctx, "after a refresh")
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -221,9 +254,7 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	if err := chromedp.Do(noJS, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#plugins"))); err != nil {
 		t.Fatalf("loading the page with JavaScript off: %v", err)
 	}
-	if got := textOf(t, noJS, gce+`[data-field="nodesMigrated"]`); got != "2" {
-		t.Errorf("with JavaScript off the page shows gce-pd migrated %q, want 2", got)
-	}
+	checkNumbers(noJS, "with JavaScript off")
 	if class, err := chromedp.Run(noJS, chromedp.AttributeValue(chromedp.CSS("html"), "class")); err != nil || class.Value != "no-js" {
 		t.Errorf("with JavaScript off the html class is %q (%v), want no-js: the script must not have run", class.Value, err)
 	}
@@ -231,10 +262,17 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened", n)
 	}
+	testNodeView(t, browser, url, rc)
+	testHostileFields(t, browser, rc)
 
 	// The JSON API and /metrics agree with the page.
 	body := httpGet(t, url+"/api/v1/rollout")
-	if !strings.Contains(body, `"nodesMigrated": 2`) {
+	if !strings.Contains(body, `"nodesMigrated": 2`) || !strings.Contains(body, `"volumesByPath": {
+        "csi": 4,
+        "inTree": 0,
+        "held": 2,
+        "total": 6
+      }`) {
 		t.Errorf("GET /api/v1/rollout:\n%s", body)
 	}
 	body = httpGet(t, url+"/metrics")
@@ -243,6 +281,12 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 		`adc_held_pairs{mechanism="in-tree"} 1`,
 		`adc_version_skew_pairs 1`,
 		`adc_multi_attach_blocked_pairs 1`,
+		`adc_migration_volumes{path="csi",plugin="kubernetes.io/gce-pd"} 4`,
+		`adc_migration_volumes{path="held",plugin="kubernetes.io/gce-pd"} 2`,
+		`adc_migration_complete_ready{plugin="kubernetes.io/gce-pd"} 0`,
+		`adc_migration_complete_blockers{kind="nodes",plugin="kubernetes.io/gce-pd"} 2`,
+		`adc_migration_complete_blockers{kind="volumes",plugin="kubernetes.io/gce-pd"} 2`,
+		`adc_migration_complete_blockers{kind="nodes",plugin="kubernetes.io/portworx-volume"} 3`,
 		`storage_operation_duration_seconds_count{migrated="true",operation_name="volume_attach",status="fail-unknown",volume_plugin="kubernetes.io/gce-pd"}`,
 		`workqueue_depth{name="adc_node"}`,
 	} {
@@ -288,5 +332,117 @@ func saveScreenshot(t *testing.T, png []byte) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) && err != nil {
 		t.Logf("not copying the screenshot: %v", err)
+	}
+}
+
+// testHostileFields loads, with JavaScript on and off, a page of the seeded cluster's report
+// with the script payload planted in every field the readiness panel shows (the API server
+// would refuse such names, so they are planted in the report), and checks that each is shown
+// as text and that no script runs.
+func testHostileFields(t *testing.T, browser context.Context, rc *rolloutCluster) {
+	url := serveReports(t, func() rollout.Report { return plantScript(rollout.FromController(rc.ctrl, time.Now())) })
+	for _, js := range []bool{true, false} {
+		ctx, cancel := chromedp.NewContext(browser)
+		dialogs := watchDialogs(t, ctx)
+		if !js {
+			if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+				t.Fatalf("disabling JavaScript: %v", err)
+			}
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#readiness"))); err != nil {
+			t.Fatalf("loading the hostile page (JavaScript %v): %v", js, err)
+		}
+		for _, sel := range []string{
+			`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-blocker-node]`,
+			`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-changing-pod]`,
+		} {
+			if got := textOf(t, ctx, sel); !strings.Contains(got, script) {
+				t.Errorf("JavaScript %v: %s = %q, want the script shown as text", js, sel, got)
+			}
+		}
+		if n := dialogs.Load(); n != 0 {
+			t.Errorf("JavaScript %v: %d dialogs opened on the hostile page", js, n)
+		}
+		cancel()
+	}
+}
+
+// plantScript puts the script payload into every cluster-data field of the readiness panel.
+func plantScript(r rollout.Report) rollout.Report {
+	for i := range r.Plugins {
+		rd := &r.Plugins[i].Readiness
+		for j := range rd.NodesNotMigrated {
+			rd.NodesNotMigrated[j].Node += script
+		}
+		for j := range rd.VolumesChangingPath {
+			c := &rd.VolumesChangingPath[j]
+			c.Node, c.Pod, c.Volume, c.PV = c.Node+script, c.Pod+script, c.Volume+script, c.PV+script
+		}
+	}
+	return r
+}
+
+// testNodeView follows the dashboard's link from gce-pd's "not migrated" count to the node
+// view and checks, with JavaScript on and off, what it shows of each seeded node.
+func testNodeView(t *testing.T, browser context.Context, url string, rc *rolloutCluster) {
+	for _, js := range []bool{true, false} {
+		ctx, cancel := chromedp.NewContext(browser)
+		if !js {
+			if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+				t.Fatalf("disabling JavaScript: %v", err)
+			}
+		}
+		when := fmt.Sprintf("node view (JavaScript %v):", js)
+		// From the rollout page, the link of gce-pd's not-migrated count.
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#plugins")),
+			chromedp.Click(chromedp.CSS(`[data-plugin="kubernetes.io/gce-pd"][data-field="nodesNotMigrated"] a`)),
+			chromedp.WaitVisible(chromedp.CSS("#nodes"))); err != nil {
+			t.Fatalf("%s following the not-migrated link: %v", when, err)
+		}
+		if got := textOf(t, ctx, "#nodes-count"); got != "1" {
+			t.Errorf("%s gce-pd not migrated shows %s nodes, want 1", when, got)
+		}
+		row := `#nodes tr[data-node="` + rc.notMigrated + `"] `
+		for sel, want := range map[string]string{
+			row + `[data-field="kubelet"]`:         oldKubeletVersion,
+			row + `[data-field="source"]`:          "CSINode",
+			row + `[data-field="state"]`:           "not-migrated",
+			row + `[data-field="migrated"]`:        "-",
+			row + `[data-field="volumes-in-tree"]`: "1",
+			row + `[data-field="volumes-csi"]`:     "0",
+			`#state-filter [aria-current="page"]`:  "not migrated",
+		} {
+			if got := textOf(t, ctx, sel); got != want {
+				t.Errorf("%s %s = %q, want %q", when, sel, got, want)
+			}
+		}
+		// Every node, with its migrated plugins and volumes.
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/nodes"), chromedp.WaitVisible(chromedp.CSS("#nodes"))); err != nil {
+			t.Fatalf("%s loading /nodes: %v", when, err)
+		}
+		a := `#nodes tr[data-node="` + rc.migrated + `"] `
+		d := `#nodes tr[data-node="` + rc.unknown + `"] `
+		for sel, want := range map[string]string{
+			`#nodes-count`:                              "4",
+			a + `[data-field="kubelet"]`:                kubeletVersion,
+			a + `[data-field="migrated"]`:               ebsPlugin + ", " + gcePlugin + ", " + pxPlugin,
+			a + `[data-field="volumes-csi"]`:            "2",
+			a + `[data-field="volumes-error"]`:          "1",
+			a + `[data-field="volumes-not-attachable"]`: "1",
+			d + `[data-field="source"]`:                 "none",
+			d + `[data-field="volumes-wait"]`:           "1",
+		} {
+			if got := textOf(t, ctx, sel); got != want {
+				t.Errorf("%s %s = %q, want %q", when, sel, got, want)
+			}
+		}
+		cancel()
+	}
+	var nr rollout.NodesReport
+	if err := json.Unmarshal([]byte(httpGet(t, url+"/api/v1/nodes?plugin="+gcePlugin+"&state=unknown")), &nr); err != nil {
+		t.Fatal(err)
+	}
+	if len(nr.Nodes) != 1 || nr.Nodes[0].Name != rc.unknown || nr.Nodes[0].KubeletVersion != kubeletVersion {
+		t.Errorf("/api/v1/nodes gce-pd unknown = %+v, want only %s", nr.Nodes, rc.unknown)
 	}
 }

@@ -26,7 +26,11 @@ import (
 const (
 	gcePlugin = "kubernetes.io/gce-pd"
 	ebsPlugin = "kubernetes.io/aws-ebs"
-	script    = "<script>alert(1)</script>"
+	pxPlugin  = "kubernetes.io/portworx-volume"
+
+	kubeletVersion    = "v1.36.3"
+	oldKubeletVersion = "v1.35.0"
+	script            = "<script>alert(1)</script>"
 )
 
 // rolloutCluster is the seeded mid-rollout cluster and the controller running on it.
@@ -39,9 +43,9 @@ type rolloutCluster struct {
 }
 
 // seedCluster seeds, in a fresh namespace, four managed nodes in every rollout state and one
-// unmanaged node, with aws-ebs migration off:
+// unmanaged node, with aws-ebs migration off and portworx complete:
 //
-//	<ns>-a  CSINode lists gce-pd and aws-ebs (aws-ebs: version skew)
+//	<ns>-a  CSINode lists gce-pd, aws-ebs (version skew) and portworx
 //	<ns>-b  CSINode lists gce-pd and "<script>alert(1)</script>" (a node note)
 //	<ns>-c  CSINode without migrated plugins (gce-pd in-tree, no attacher: held)
 //	<ns>-d  no CSINode (gce-pd unknown: wait)
@@ -52,7 +56,10 @@ type rolloutCluster struct {
 // payload; a RWO GCE PD used by pods on a and b (one attaches, the other is a multi-attach
 // block); on c and d one GCE PD each; on u one GCE PD.
 // Expected for gce-pd: 2 migrated, 1 not migrated, 1 unknown of 4. Pairs: csi 4,
-// not-attachable 1, in-tree 1, wait 1, error 1.
+// not-attachable 1, in-tree 1, wait 1, error 1. gce-pd volumes by path (controller): csi 4,
+// held 2 (in-tree on c without an in-tree attacher, wait on d); readiness for complete: c and
+// d block, app-c and app-d would change path. portworx is complete with 3 of 4 kubelets
+// not migrated: a skew warning.
 func seedCluster(t *testing.T) *rolloutCluster {
 	t.Helper()
 	cp := framework.Get(t)
@@ -81,8 +88,16 @@ func seedCluster(t *testing.T) *rolloutCluster {
 	if _, err := kubelet.RegisterNode(ctx, rc.unmanaged, false); err != nil {
 		t.Fatal(err)
 	}
+	// Kubelet versions for the node view: c runs an older kubelet.
+	for _, n := range []string{rc.migrated, rc.hostile, rc.notMigrated, rc.unknown} {
+		version := kubeletVersion
+		if n == rc.notMigrated {
+			version = oldKubeletVersion
+		}
+		setKubeletVersion(t, ctx, client, n, version)
+	}
 	for node, migrated := range map[string]string{
-		rc.migrated:    ebsPlugin + "," + gcePlugin,
+		rc.migrated:    ebsPlugin + "," + gcePlugin + "," + pxPlugin,
 		rc.hostile:     gcePlugin + "," + script,
 		rc.notMigrated: "",
 		rc.unmanaged:   gcePlugin,
@@ -125,7 +140,7 @@ func seedCluster(t *testing.T) *rolloutCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.config = migration.DefaultConfig().WithModes(map[string]migration.Mode{ebsPlugin: migration.ModeOff})
+	rc.config = migration.DefaultConfig().WithModes(map[string]migration.Mode{ebsPlugin: migration.ModeOff, pxPlugin: migration.ModeComplete})
 	opts := adc.Options{
 		Migration:          rc.config,
 		Observer:           m,

@@ -79,3 +79,16 @@ func cleanup(t *testing.T, client kubernetes.Interface, ns string, nodes []strin
 		}
 	}
 }
+
+// setKubeletVersion writes the node's status.nodeInfo.kubeletVersion, as its kubelet would.
+func setKubeletVersion(t *testing.T, ctx context.Context, client kubernetes.Interface, name, version string) {
+	t.Helper()
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading node %s: %v", name, err)
+	}
+	node.Status.NodeInfo.KubeletVersion = version
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the kubelet version of node %s: %v", name, err)
+	}
+}
