@@ -2,16 +2,11 @@ package adc
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
@@ -25,17 +20,16 @@ import (
 // informer has synced, so a restart never attaches a volume the seed object says needs no
 // attach just because its cache was still empty.
 type seedDriverSource struct {
-	client   kubernetes.Interface
-	dyn      dynamic.Interface
+	crdSource[seedcsidriver.CSIDriver]
 	poll     time.Duration
 	onChange func()
-
-	mu      sync.RWMutex
-	indexer cache.Indexer
 }
 
 func newSeedDriverSource(client kubernetes.Interface, dyn dynamic.Interface, poll time.Duration, onChange func()) *seedDriverSource {
-	return &seedDriverSource{client: client, dyn: dyn, poll: poll, onChange: onChange}
+	return &seedDriverSource{
+		crdSource: crdSource[seedcsidriver.CSIDriver]{client: client, dyn: dyn, gvr: seedcsidriver.GroupVersionResource, convert: seedcsidriver.FromUnstructured},
+		poll:      poll, onChange: onChange,
+	}
 }
 
 // get returns the seed CSIDriver named name, or nil when there is none or the CRD is not
@@ -44,18 +38,7 @@ func (s *seedDriverSource) get(name string) *seedcsidriver.CSIDriver {
 	if s == nil {
 		return nil
 	}
-	s.mu.RLock()
-	idx := s.indexer
-	s.mu.RUnlock()
-	if idx == nil {
-		return nil
-	}
-	obj, ok, err := idx.GetByKey(name)
-	if err != nil || !ok {
-		return nil
-	}
-	d, _ := obj.(*seedcsidriver.CSIDriver)
-	return d
+	return s.crdSource.get(name)
 }
 
 // start finds out whether the CRD is served. If it is, it runs the informer and returns once
@@ -95,58 +78,15 @@ func (s *seedDriverSource) start(ctx context.Context) {
 
 // run starts the informer, waits for its cache and then makes lookups use it, re-deciding
 // every node so that pairs decided without the seed objects are decided again with them.
+// Any change can switch pairs of any node between csi and csi-no-attach; such changes are
+// rare, so every node is re-decided, as for storage.k8s.io/v1 CSIDrivers. A malformed seed
+// CSIDriver stays unconverted: lookups see none, so its driver's volumes are attached (the
+// safe side: an unneeded attach, never a missing one).
 func (s *seedDriverSource) run(ctx context.Context, logger klog.Logger) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(s.dyn, seedcsidriver.GroupVersionResource, "", 0, cache.Indexers{}, nil).Informer()
-	// Convert once at cache time, so lookups on the hot path are typed and cheap.
-	if err := inf.SetTransform(func(obj interface{}) (interface{}, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		d, err := seedcsidriver.FromUnstructured(u)
-		if err != nil {
-			// Kept unconverted: lookups then see no seed CSIDriver, so the driver's volumes
-			// are attached (the safe side: an unneeded attach, never a missing one).
-			logger.Error(err, "Malformed seed CSIDriver; its driver is treated as having no seed CSIDriver (attach required)", "csiDriver", u.GetName())
-			return u, nil
-		}
-		return d, nil
-	}); err != nil {
-		logger.Error(err, "Setting the seed CSIDriver transform")
-	}
-	// Any change can switch pairs of any node between csi and csi-no-attach; such changes are
-	// rare, so every node is re-decided, as for storage.k8s.io/v1 CSIDrivers.
-	notify := func(interface{}) { s.onChange() }
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, cur interface{}) { notify(cur) },
-		DeleteFunc: notify,
-	})
-	go inf.RunWithContext(ctx)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, inf.HasSynced) {
+	if !s.runInformer(ctx, logger, "Malformed seed CSIDriver; its driver is treated as having no seed CSIDriver (attach required)",
+		func(interface{}) { s.onChange() }) {
 		return
 	}
-	s.mu.Lock()
-	s.indexer = inf.GetIndexer()
-	s.mu.Unlock()
-	logger.Info("Reading attachRequired from seed CSIDriver objects", "objects", len(inf.GetIndexer().ListKeys()))
+	logger.Info("Reading attachRequired from seed CSIDriver objects", "objects", len(s.keys()))
 	s.onChange()
-}
-
-// served reports whether the API server serves the seed CSIDriver resource. A group version
-// that does not exist is a definite "no"; other errors are returned for the caller to retry.
-func (s *seedDriverSource) served() (bool, error) {
-	list, err := s.client.Discovery().ServerResourcesForGroupVersion(seedcsidriver.SchemeGroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, r := range list.APIResources {
-		if r.Name == seedcsidriver.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }
