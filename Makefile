@@ -36,7 +36,7 @@ unit-test:
 integration-test: envtest-assets
 	$(GO) test -count=1 -p 1 -timeout 30m -v ./test/integration/...
 
-# The chaos test of make test (about 2 minutes) for longer: churn, leader SIGKILLs, API server
+# The chaos test of make test (about 1.5 minutes) for longer: churn, leader SIGKILLs, API server
 # restarts with etcd compaction, a lagging Node watch, node failures, attacher failures;
 # invariants checked from etcd's revision order.
 CHAOS_DURATION ?= 10m

@@ -11,7 +11,7 @@ import (
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
-// Settings of a run. The defaults keep the package at about two minutes on the 2-core CI
+// Settings of a run. The defaults keep the package at about 1.5 minutes on the 2-core CI
 // machine; CHAOS_DURATION and CHAOS_SEED (or the flags) make a longer run or replay one.
 var (
 	chaosDuration = flag.Duration("chaos.duration", envDuration("CHAOS_DURATION", 45*time.Second), "how long faults and churn run (env CHAOS_DURATION)")
