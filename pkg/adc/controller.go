@@ -73,6 +73,8 @@ type Controller struct {
 	// statusLocks serialize, per node (striped), status writes and detach decisions.
 	statusLocks [statusLockStripes]sync.Mutex
 
+	flips flipTracker
+
 	mu    sync.Mutex
 	world *world
 	ops   recentOperations

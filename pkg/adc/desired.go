@@ -2,7 +2,6 @@ package adc
 
 import (
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -69,15 +68,12 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
-	var csiNode *storagev1.CSINode
-	if n, err := c.csiNodes.Get(node.Name); err == nil {
-		csiNode = n
-	}
+	nodeObjs := c.nodeObjects(node)
 	in := migration.Input{
 		NodeName:    node.Name,
 		Node:        node,
-		CSINode:     csiNode,
-		CSINodeInfo: c.nodeInfos.get(node.Name),
+		CSINode:     nodeObjs.CSINode,
+		CSINodeInfo: nodeObjs.CSINodeInfo,
 		CSIDrivers:  c.lookups,
 	}
 	cfg := &c.opts.Migration

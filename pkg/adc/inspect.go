@@ -3,6 +3,8 @@ package adc
 import (
 	"sort"
 
+	v1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/migration-aware/adc/pkg/migration"
@@ -24,12 +26,17 @@ func (c *Controller) ManagedNodes() []migration.NodeObjects {
 		if !managed(n) {
 			continue
 		}
-		obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.get(n.Name)}
-		if cn, err := c.csiNodes.Get(n.Name); err == nil {
-			obj.CSINode = cn
-		}
-		out = append(out, obj)
+		out = append(out, c.nodeObjects(n))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// nodeObjects returns the node with the objects that say its migration state, from the caches.
+func (c *Controller) nodeObjects(n *v1.Node) migration.NodeObjects {
+	obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.get(n.Name)}
+	if cn, err := c.csiNodes.Get(n.Name); err == nil {
+		obj.CSINode = cn
+	}
+	return obj
 }

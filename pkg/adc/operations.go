@@ -47,6 +47,8 @@ type Observer interface {
 	// its result (NodeReadOK, NodeReadNotFound, NodeReadError): the price of never detaching
 	// on a stale cache.
 	NodeRead(result string)
+	// NodeFlip is told about a managed node reporting plugin migrated or no longer migrated.
+	NodeFlip(plugin string)
 }
 
 // ForcedDetachReason values label the forced detach counter.

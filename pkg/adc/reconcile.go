@@ -72,6 +72,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		c.setSnapshot(name, nil, now)
 		return 0, nil
 	}
+	c.trackFlips(logger, node, now)
 
 	pairs := c.desiredPairs(node)
 	atts := c.actualAttachments(node, now)

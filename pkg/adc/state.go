@@ -154,6 +154,7 @@ func (c *Controller) forgetNode(node string) {
 	delete(c.world.creating, node)
 	delete(c.world.unlistedSince, node)
 	delete(c.world.written, node)
+	c.flips.forget(node)
 	for k := range c.world.held {
 		if k.node == node {
 			delete(c.world.held, k)

@@ -26,6 +26,7 @@ func (v *bigView) Snapshot() []adc.PairState             { return v.pairs }
 func (v *bigView) RecentOperations() []adc.Operation     { return nil }
 func (v *bigView) Config() migration.Config              { return migration.DefaultConfig() }
 func (v *bigView) ManagedNodes() []migration.NodeObjects { return v.nodes }
+func (v *bigView) RecentFlips() []adc.NodeFlip           { return nil }
 
 func newBigView(n int) *bigView {
 	v := &bigView{}

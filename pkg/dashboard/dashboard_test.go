@@ -163,6 +163,32 @@ func TestPageHeldProblemsOperations(t *testing.T) {
 	}
 }
 
+// Recent flips: newest first, the direction in words, a rollback marked.
+func TestPageRecentFlips(t *testing.T) {
+	_, page := get(t, newServer(t, fixtureReport()).URL+"/")
+	if got := texts(t, page, map[string]string{"id": "flips-count"}); len(got) != 1 || got[0] != "2" {
+		t.Errorf("flips count = %q, want 2", got)
+	}
+	forward := one(t, page, map[string]string{"data-migrated": "true"})
+	for _, want := range []string{"node-b", "kubernetes.io/gce-pd", "migrated (CSI)", "5s ago"} {
+		if !strings.Contains(forward, want) {
+			t.Errorf("flip row %q lacks %q", forward, want)
+		}
+	}
+	back := one(t, page, map[string]string{"data-migrated": "false"})
+	if !strings.Contains(back, "no longer migrated (in-tree)") || !strings.Contains(back, "1m30s ago") {
+		t.Errorf("rollback row = %q", back)
+	}
+	if strings.Index(page, `data-migrated="true"`) > strings.Index(page, `data-migrated="false"`) {
+		t.Errorf("flips are not newest first")
+	}
+	// A cluster report (adc status, no controller) says flips need a running controller.
+	_, page = get(t, newServer(t, rollout.Report{Source: rollout.SourceCluster, RecentFlips: []rollout.FlipRecord{}}).URL+"/")
+	if got := texts(t, page, map[string]string{"id": "flips"}); len(got) != 1 || !strings.Contains(got[0], "running controller") {
+		t.Errorf("cluster report flips = %q", got)
+	}
+}
+
 // TestPageEscapesClusterData: an external-attacher error (through a failed operation) and a
 // CSINode annotation value (through a node note) carrying a script are shown as text.
 func TestPageEscapesClusterData(t *testing.T) {
@@ -184,6 +210,7 @@ func TestPageEscapesClusterData(t *testing.T) {
 	}{
 		{"CSINode annotation (note)", map[string]string{"data-node": "node-b"}},
 		{"attach error (operation)", map[string]string{"class": "failed"}},
+		{"node name (flip)", map[string]string{"data-migrated": "false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

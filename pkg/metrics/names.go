@@ -35,6 +35,9 @@ const (
 	// DetachNodeReadsName counts the fresh (quorum) Node reads that confirm detaches, by
 	// result: what never detaching on a stale cache costs in API calls.
 	DetachNodeReadsName = "adc_detach_node_reads_total"
+	// NodeFlipsName counts managed nodes reporting an in-tree plugin migrated or no longer
+	// migrated, per plugin.
+	NodeFlipsName = "adc_migration_node_flips_total"
 )
 
 // Label values of upstream's metrics.

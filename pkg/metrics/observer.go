@@ -37,6 +37,15 @@ func newDetachNodeReads() *k8smetrics.CounterVec {
 	}, []string{"result"})
 }
 
+// newNodeFlips returns adc_migration_node_flips_total.
+func newNodeFlips() *k8smetrics.CounterVec {
+	return k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+		Name:           NodeFlipsName,
+		Help:           "Managed nodes that reported an in-tree plugin migrated or no longer migrated, by plugin",
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"plugin"})
+}
+
 var _ adc.Observer = (*Metrics)(nil)
 
 // OperationCompleted records a finished attach or detach in storage_operation_duration_seconds
@@ -67,4 +76,9 @@ func (m *Metrics) ForcedDetach(reason string) {
 // NodeRead counts a fresh Node read made before a detach, by result (ok, not-found, error).
 func (m *Metrics) NodeRead(result string) {
 	m.nodeReads.WithLabelValues(result).Inc()
+}
+
+// NodeFlip counts a node reporting plugin migrated or no longer migrated.
+func (m *Metrics) NodeFlip(plugin string) {
+	m.nodeFlips.WithLabelValues(plugin).Inc()
 }

@@ -32,12 +32,13 @@ type Metrics struct {
 	ops            atomic.Pointer[k8smetrics.HistogramVec]
 	forcedDetaches atomic.Pointer[k8smetrics.CounterVec]
 	nodeReads      *k8smetrics.CounterVec
+	nodeFlips      *k8smetrics.CounterVec
 	source         *viewSource
 }
 
 // New returns an unregistered set of metrics reading no controller yet.
 func New() *Metrics {
-	m := &Metrics{source: &viewSource{}, nodeReads: newDetachNodeReads()}
+	m := &Metrics{source: &viewSource{}, nodeReads: newDetachNodeReads(), nodeFlips: newNodeFlips()}
 	m.ops.Store(newOperationDuration(k8smetrics.ALPHA))
 	m.forcedDetaches.Store(newForcedDetaches())
 	return m
@@ -96,10 +97,12 @@ func (m *Metrics) Register(r Registry) error {
 		logger.Info("A host registered " + ForcedDetachesName + " with other labels or help; adc's forced detaches are not counted in it")
 	}
 
-	if _, taken, err := register(r, m.nodeReads); err != nil {
-		return fmt.Errorf("registering %s: %w", DetachNodeReadsName, err)
-	} else if taken {
-		logger.Info("A host already registered " + DetachNodeReadsName + "; adc's copy is not exported")
+	for name, c := range map[string]*k8smetrics.CounterVec{DetachNodeReadsName: m.nodeReads, NodeFlipsName: m.nodeFlips} {
+		if _, taken, err := register(r, c); err != nil {
+			return fmt.Errorf("registering %s: %w", name, err)
+		} else if taken {
+			logger.Info("A host already registered " + name + "; adc's copy is not exported")
+		}
 	}
 
 	for _, c := range []k8smetrics.StableCollector{newUpstreamCollector(m.source), newRolloutCollector(m.source)} {

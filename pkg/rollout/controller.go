@@ -19,13 +19,23 @@ type ControllerView interface {
 	Config() migration.Config
 	// ManagedNodes returns the managed nodes with their migration objects.
 	ManagedNodes() []migration.NodeObjects
+	// RecentFlips returns the last nodes that reported a plugin migrated or no longer
+	// migrated, newest first.
+	RecentFlips() []adc.NodeFlip
 }
 
 var _ ControllerView = (*adc.Controller)(nil)
 
 // FromController builds the report of a running controller at time now.
 func FromController(view ControllerView, now time.Time) Report {
-	return FromSnapshot(view.Config(), view.ManagedNodes(), view.Snapshot(), view.RecentOperations(), now)
+	r := FromSnapshot(view.Config(), view.ManagedNodes(), view.Snapshot(), view.RecentOperations(), now)
+	for i, f := range view.RecentFlips() {
+		if i == MaxFlips {
+			break
+		}
+		r.RecentFlips = append(r.RecentFlips, FlipRecord{Time: f.Time, Node: f.Node, Plugin: f.Plugin, Migrated: f.Migrated})
+	}
+	return r
 }
 
 // FromSnapshot builds a controller report from state the caller already read, so a caller

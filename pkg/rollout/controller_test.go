@@ -124,7 +124,7 @@ func TestJSONShape(t *testing.T) {
 		obj  any
 		keys []string
 	}{
-		{"report", doc, []string{"generatedAt", "held", "message", "nodeSource", "nodesManaged", "notes", "operations", "plugins", "problems", "source", "standby", "volumesByMechanism"}},
+		{"report", doc, []string{"generatedAt", "held", "message", "nodeSource", "nodesManaged", "notes", "operations", "plugins", "problems", "recentFlips", "source", "standby", "volumesByMechanism"}},
 		{"plugin", doc["plugins"].([]any)[0], []string{"driver", "mode", "nodesMigrated", "nodesNotMigrated", "nodesTotal", "nodesUnknown", "plugin", "readiness", "volumesByPath"}},
 		{"volumesByPath", doc["plugins"].([]any)[0].(map[string]any)["volumesByPath"], []string{"csi", "held", "inTree", "total"}},
 		{"readiness", doc["plugins"].([]any)[0].(map[string]any)["readiness"], []string{"nodesNotMigrated", "ready", "volumesChangingPath"}},
@@ -132,6 +132,7 @@ func TestJSONShape(t *testing.T) {
 		{"problem", doc["problems"].([]any)[0], []string{"kind", "node", "pod", "reason", "volume"}},
 		{"note", doc["notes"].([]any)[0], []string{"message", "node"}},
 		{"operation", doc["operations"].([]any)[0], []string{"durationSeconds", "error", "kind", "migrated", "node", "plugin", "time", "volume"}},
+		{"flip", doc["recentFlips"].([]any)[0], []string{"migrated", "node", "plugin", "time"}},
 		{"volumesByMechanism", doc["volumesByMechanism"], []string{"csi", "csi-no-attach", "error", "in-tree", "not-attachable", "wait"}},
 	}
 	for _, tt := range tests {

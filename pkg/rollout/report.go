@@ -63,6 +63,10 @@ type Report struct {
 	// Operations are the most recent finished attach and detach operations, newest first, at
 	// most MaxOperations; always empty for source cluster.
 	Operations []OperationRecord `json:"operations"`
+	// RecentFlips are the last managed nodes that reported an in-tree plugin migrated or no
+	// longer migrated, newest first, at most MaxFlips; always empty for source cluster (a
+	// flip is seen as it happens, by a running controller).
+	RecentFlips []FlipRecord `json:"recentFlips"`
 	// Nodes are the node view's rows, one per managed node sorted by name. They are not
 	// part of /api/v1/rollout (a large cluster would bloat it): NodesView serves them.
 	Nodes []NodeRollout `json:"-"`
@@ -134,6 +138,22 @@ type NodeNote struct {
 	Message string `json:"message"`
 }
 
+// MaxFlips bounds Report.RecentFlips.
+const MaxFlips = 50
+
+// FlipRecord is a node reporting an in-tree plugin migrated (its kubelet now expects the
+// CSI driver) or no longer migrated (a rollback).
+type FlipRecord struct {
+	// Time is when adc saw the node's new report.
+	Time time.Time `json:"time"`
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Plugin is the in-tree plugin, e.g. kubernetes.io/gce-pd.
+	Plugin string `json:"plugin"`
+	// Migrated is the new state: true for migrated, false for no longer migrated.
+	Migrated bool `json:"migrated"`
+}
+
 // OperationRecord is one finished attach or detach.
 type OperationRecord struct {
 	// Kind is attach or detach.
@@ -184,6 +204,9 @@ func (r Report) withLists() Report {
 	if r.Operations == nil {
 		r.Operations = []OperationRecord{}
 	}
+	if r.RecentFlips == nil {
+		r.RecentFlips = []FlipRecord{}
+	}
 	byMech := make(map[migration.Mechanism]int, len(migration.Mechanisms))
 	for _, m := range migration.Mechanisms {
 		byMech[m] = r.VolumesByMechanism[m]
@@ -213,6 +236,7 @@ func newReport(source Source, cfg migration.Config, now time.Time) Report {
 		Problems:           []Problem{},
 		Notes:              []NodeNote{},
 		Operations:         []OperationRecord{},
+		RecentFlips:        []FlipRecord{},
 	}
 }
 

@@ -26,7 +26,11 @@ type View struct {
 	Ops   []adc.Operation
 	Cfg   migration.Config
 	Nodes []migration.NodeObjects
+	Flips []adc.NodeFlip
 }
+
+// RecentFlips returns the fixed flips.
+func (v *View) RecentFlips() []adc.NodeFlip { return append([]adc.NodeFlip(nil), v.Flips...) }
 
 // Snapshot returns the fixed pairs (a copy, as the controller does).
 func (v *View) Snapshot() []adc.PairState { return append([]adc.PairState(nil), v.Pairs...) }
@@ -112,6 +116,10 @@ func Fixture() *View {
 				Mechanism: migration.MechanismCSI, Started: at(-40 * time.Second), Duration: 2 * time.Second},
 			{Kind: adc.OperationAttach, Node: "node-a", Volume: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", Plugin: gce, Mechanism: migration.MechanismCSI,
 				Migrated: true, Started: at(-60 * time.Second), Duration: 1500 * time.Millisecond},
+		},
+		Flips: []adc.NodeFlip{
+			{Time: at(-5 * time.Second), Node: "node-b", Plugin: gce, Migrated: true},
+			{Time: at(-90 * time.Second), Node: "node-c" + Script, Plugin: gce, Migrated: false},
 		},
 	}
 }

@@ -67,6 +67,8 @@ func (d *detachEnds) ForcedDetach(string) {}
 
 func (d *detachEnds) NodeRead(string) {}
 
+func (d *detachEnds) NodeFlip(string) {}
+
 func (d *detachEnds) wait(ctx context.Context, name string) {
 	select {
 	case <-d.ch(name):
