@@ -103,6 +103,7 @@ func TestGrafanaBoardQueriesRegisteredMetrics(t *testing.T) {
 	defer m.SetSource(nil)
 	m.OperationCompleted(adc.Operation{Kind: adc.OperationAttach, Plugin: "kubernetes.io/gce-pd", Duration: time.Second})
 	m.ForcedDetach(adc.ForcedDetachNodeDeleted)
+	m.NodeFlip("kubernetes.io/gce-pd")
 	client := fake.NewClientset()
 	if _, err := adc.New(client, nil, informers.NewSharedInformerFactory(client, 0), adc.Options{}); err != nil {
 		t.Fatal(err)
@@ -140,7 +141,8 @@ func TestGrafanaBoardQueriesRegisteredMetrics(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("the board queries %d metrics: %s", len(names), strings.Join(names, ", "))
-	for _, want := range []string{NodesName, HeldPairsName, OperationDurationName + "_bucket", OperationDurationName + "_count"} {
+	for _, want := range []string{NodesName, HeldPairsName, OperationDurationName + "_bucket", OperationDurationName + "_count",
+		VolumesByPathName, CompleteReadyName, CompleteBlockersName, NodeFlipsName} {
 		if !used[want] {
 			t.Errorf("the board does not chart %s", want)
 		}
