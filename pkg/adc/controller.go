@@ -77,7 +77,7 @@ type Controller struct {
 
 	mu    sync.Mutex
 	world *world
-	ops   recentOperations
+	ops   *recent[Operation]
 
 	snapMu   sync.RWMutex
 	snapshot map[string][]PairState
@@ -102,6 +102,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		world:         newWorld(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
 		snapshot:      map[string][]PairState{},
+		ops:           newRecent[Operation](recentOperationsSize),
+		flips:         flipTracker{recent: newRecent[NodeFlip](recentFlipsSize)},
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}

@@ -27,11 +27,10 @@ const recentFlipsSize = 100
 // flips. The controller feeds it on every reconcile of a node, which every CSINode and
 // CSINodeInfo change triggers, so no flip that reaches the caches is missed.
 type flipTracker struct {
+	recent *recent[NodeFlip]
+
 	mu     sync.Mutex
 	states map[string]migration.PluginStates
-	ring   []NodeFlip
-	next   int
-	full   bool
 }
 
 // observe records the node's current states and returns its flips since the last call.
@@ -40,7 +39,6 @@ func (t *flipTracker) observe(node string, states migration.PluginStates, now ti
 	defer t.mu.Unlock()
 	if t.states == nil {
 		t.states = map[string]migration.PluginStates{}
-		t.ring = make([]NodeFlip, recentFlipsSize)
 	}
 	before, known := t.states[node]
 	t.states[node] = states
@@ -51,11 +49,7 @@ func (t *flipTracker) observe(node string, states migration.PluginStates, now ti
 	for _, f := range migration.Flips(before, states) {
 		flip := NodeFlip{Time: now, Node: node, Plugin: f.Plugin, Migrated: f.Migrated}
 		out = append(out, flip)
-		t.ring[t.next] = flip
-		t.next = (t.next + 1) % len(t.ring)
-		if t.next == 0 {
-			t.full = true
-		}
+		t.recent.add(flip)
 	}
 	return out
 }
@@ -67,23 +61,8 @@ func (t *flipTracker) forget(node string) {
 	delete(t.states, node)
 }
 
-// recent returns the kept flips, newest first.
-func (t *flipTracker) recent() []NodeFlip {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := t.next
-	if t.full {
-		n = len(t.ring)
-	}
-	out := make([]NodeFlip, 0, n)
-	for i := 1; i <= n; i++ {
-		out = append(out, t.ring[(t.next-i+len(t.ring))%len(t.ring)])
-	}
-	return out
-}
-
 // RecentFlips returns the last flips of managed nodes (at most 100), newest first.
-func (c *Controller) RecentFlips() []NodeFlip { return c.flips.recent() }
+func (c *Controller) RecentFlips() []NodeFlip { return c.flips.recent.list() }
 
 // trackFlips records the node's reported plugin states and reports its flips.
 func (c *Controller) trackFlips(logger klog.Logger, node *v1.Node, now time.Time) {

@@ -1,7 +1,6 @@
 package adc
 
 import (
-	"sync"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -58,43 +57,8 @@ const (
 	ForcedDetachNodeDeleted  = "node-deleted"
 )
 
-// recentOperations is a fixed-size ring of the last operations.
-type recentOperations struct {
-	mu   sync.Mutex
-	ring []Operation
-	next int
-	full bool
-}
-
+// recentOperationsSize is how many finished operations the dashboard can show.
 const recentOperationsSize = 200
-
-func (r *recentOperations) add(op Operation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ring == nil {
-		r.ring = make([]Operation, recentOperationsSize)
-	}
-	r.ring[r.next] = op
-	r.next = (r.next + 1) % len(r.ring)
-	if r.next == 0 {
-		r.full = true
-	}
-}
-
-// list returns the operations newest first.
-func (r *recentOperations) list() []Operation {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := r.next
-	if r.full {
-		n = len(r.ring)
-	}
-	out := make([]Operation, 0, n)
-	for i := 1; i <= n; i++ {
-		out = append(out, r.ring[(r.next-i+len(r.ring))%len(r.ring)])
-	}
-	return out
-}
 
 // RecentOperations returns the last finished attach and detach operations, newest first.
 func (c *Controller) RecentOperations() []Operation { return c.ops.list() }
