@@ -89,6 +89,10 @@ func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment,
 		if p.d.InTreePlugin != "" {
 			op.Plugin, op.Migrated = p.d.InTreePlugin, true
 		}
+	} else if plugin, ok := c.migratedPluginOf(va); ok {
+		// A detach (or an attach adc did not start) of a migrated in-tree volume is labelled
+		// with its in-tree plugin, as upstream does, also when adc did not see its attach.
+		op.Plugin, op.Migrated = plugin, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,6 +104,18 @@ func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment,
 		}
 		c.world.detachingOps[va.Name] = &pendingOp{op: op}
 	}
+}
+
+// migratedPluginOf returns the in-tree plugin a VolumeAttachment's volume was migrated from.
+func (c *Controller) migratedPluginOf(va *storagev1.VolumeAttachment) (string, bool) {
+	src := va.Spec.Source
+	if src.InlineVolumeSpec != nil {
+		return migration.MigratedPluginOf(nil, true, va.Spec.Attacher)
+	}
+	if src.PersistentVolumeName == nil {
+		return "", false
+	}
+	return migration.MigratedPluginOf(c.lookups.PersistentVolume(*src.PersistentVolumeName), false, va.Spec.Attacher)
 }
 
 // abortOp forgets an operation whose request failed before it started.

@@ -24,3 +24,20 @@ func PVCSIIdentity(pv *v1.PersistentVolume) (driver, handle string, ok bool) {
 	}
 	return translated.Spec.CSI.Driver, translated.Spec.CSI.VolumeHandle, true
 }
+
+// MigratedPluginOf returns the in-tree plugin a VolumeAttachment's volume was migrated from:
+// the plugin of its in-tree PersistentVolume, or, for an inline volume (whose attachment
+// carries only the translated spec), the plugin the CSI driver replaces. ok is false for a
+// native CSI volume or when the PV is not known. Metrics label migrated volumes with it, as
+// upstream does.
+func MigratedPluginOf(pv *v1.PersistentVolume, inline bool, driver string) (string, bool) {
+	if inline {
+		plugin, err := translator.GetInTreeNameFromCSIName(driver)
+		return plugin, err == nil && plugin != ""
+	}
+	if pv == nil || pv.Spec.CSI != nil || !translator.IsPVMigratable(pv) {
+		return "", false
+	}
+	plugin, err := translator.GetInTreePluginNameFromSpec(pv, nil)
+	return plugin, err == nil && plugin != ""
+}

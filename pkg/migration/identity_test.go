@@ -67,3 +67,31 @@ func TestDecisionCarriesInTreeUniqueName(t *testing.T) {
 		})
 	}
 }
+
+func TestMigratedPluginOf(t *testing.T) {
+	gce := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "d"}}}}
+	native := &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: "pd.csi.storage.gke.io", VolumeHandle: "h"}}}}
+	for _, tc := range []struct {
+		name   string
+		pv     *v1.PersistentVolume
+		inline bool
+		driver string
+		want   string
+		wantOK bool
+	}{
+		{"in-tree GCE PD PV", gce, false, "pd.csi.storage.gke.io", "kubernetes.io/gce-pd", true},
+		{"native CSI PV of the same driver", native, false, "pd.csi.storage.gke.io", "", false},
+		{"inline volume of a migrated plugin", nil, true, "ebs.csi.aws.com", "kubernetes.io/aws-ebs", true},
+		{"inline volume of an unknown driver", nil, true, "csi.example.com", "", false},
+		{"PV not known", nil, false, "pd.csi.storage.gke.io", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := MigratedPluginOf(tc.pv, tc.inline, tc.driver)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("MigratedPluginOf = %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

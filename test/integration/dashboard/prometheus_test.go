@@ -150,13 +150,15 @@ func TestPrometheusBoard(t *testing.T) {
 	}
 	check(`sum by (operation_name) (rate(storage_operation_duration_seconds_count{status="fail-unknown"}[$__rate_interval])) / clamp_min(sum by (operation_name) (rate(storage_operation_duration_seconds_count[$__rate_interval])), 1e-9)`,
 		all("operation_name=volume_attach")(between(0, 0)))
+	// The forced detach of app-c's migrated gce-pd volume counts as migrated, under its in-tree
+	// plugin, as upstream labels it, although this controller did not see its attach start.
 	check(`histogram_quantile(0.9, sum by (le, migrated) (rate(storage_operation_duration_seconds_bucket{operation_name="volume_detach"}[$__rate_interval])))`,
-		some("", positive))
+		some("migrated=true", positive))
 	check(`sum by (volume_plugin, operation_name) (rate(storage_operation_duration_seconds_count[$__rate_interval]))`, func(s series) error {
 		if err := all("operation_name=volume_attach,volume_plugin=" + gcePlugin)(positive)(s); err != nil {
 			return err
 		}
-		return some("operation_name=volume_detach,", positive)(s)
+		return some("operation_name=volume_detach,volume_plugin="+gcePlugin, positive)(s)
 	})
 	check(`histogram_quantile(0.9, sum by (le, name) (rate(workqueue_queue_duration_seconds_bucket{name=~"adc_node|adc_node_status"}[$__rate_interval])))`,
 		all("name=adc_node")(positive))
