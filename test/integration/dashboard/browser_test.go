@@ -355,6 +355,7 @@ func testHostileFields(t *testing.T, browser context.Context, rc *rolloutCluster
 		for _, sel := range []string{
 			`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-blocker-node]`,
 			`.readiness[data-plugin="kubernetes.io/gce-pd"] tr[data-changing-pod]`,
+			`#flips tr[data-migrated]`,
 		} {
 			if got := textOf(t, ctx, sel); !strings.Contains(got, script) {
 				t.Errorf("JavaScript %v: %s = %q, want the script shown as text", js, sel, got)
@@ -367,8 +368,10 @@ func testHostileFields(t *testing.T, browser context.Context, rc *rolloutCluster
 	}
 }
 
-// plantScript puts the script payload into every cluster-data field of the readiness panel.
+// plantScript puts the script payload into every cluster-data field of the readiness panel,
+// and into a recent flip's node name.
 func plantScript(r rollout.Report) rollout.Report {
+	r.RecentFlips = append([]rollout.FlipRecord{{Time: r.GeneratedAt, Node: "node" + script, Plugin: "kubernetes.io/gce-pd", Migrated: true}}, r.RecentFlips...)
 	for i := range r.Plugins {
 		rd := &r.Plugins[i].Readiness
 		for j := range rd.NodesNotMigrated {
