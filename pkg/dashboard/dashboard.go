@@ -48,29 +48,38 @@ func securityHeaders(w http.ResponseWriter, contentType string) {
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 }
 
+// Content types of the dashboard's responses.
+const (
+	htmlType = "text/html; charset=utf-8"
+	jsonType = "application/json; charset=utf-8"
+)
+
+// respond renders a response completely before writing it, so a failure mid-way answers a
+// clean 500 (naming what failed) instead of half a page.
+func respond(w http.ResponseWriter, r *http.Request, what, contentType string, render func(*bytes.Buffer) error) {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		klog.FromContext(r.Context()).Error(err, "Rendering failed", "what", what)
+		http.Error(w, "rendering "+what+" failed; see the controller's log", http.StatusInternalServerError)
+		return
+	}
+	securityHeaders(w, contentType)
+	_, _ = w.Write(buf.Bytes())
+}
+
 func pageHandler(source func() rollout.Report) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		if err := pageTemplate.Execute(&buf, newPage(source())); err != nil {
-			klog.FromContext(r.Context()).Error(err, "Rendering the dashboard")
-			http.Error(w, "rendering the dashboard failed; see the controller's log", http.StatusInternalServerError)
-			return
-		}
-		securityHeaders(w, "text/html; charset=utf-8")
-		_, _ = w.Write(buf.Bytes())
+		respond(w, r, "the dashboard", htmlType, func(buf *bytes.Buffer) error {
+			return pageTemplate.Execute(buf, newPage(source()))
+		})
 	})
 }
 
 func apiHandler(source func() rollout.Report) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		if err := rollout.RenderJSON(&buf, source()); err != nil {
-			klog.FromContext(r.Context()).Error(err, "Encoding the rollout report")
-			http.Error(w, "encoding the rollout report failed; see the controller's log", http.StatusInternalServerError)
-			return
-		}
-		securityHeaders(w, "application/json; charset=utf-8")
-		_, _ = w.Write(buf.Bytes())
+		respond(w, r, "the rollout report", jsonType, func(buf *bytes.Buffer) error {
+			return rollout.RenderJSON(buf, source())
+		})
 	})
 }
 

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"k8s.io/klog/v2"
-
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
@@ -107,14 +105,9 @@ func nodesPageHandler(source func() rollout.Report) http.Handler {
 			http.Error(w, "bad node filter: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		var buf bytes.Buffer
-		if err := nodesTemplate.Execute(&buf, newNodesPage(source().NodesView(f))); err != nil {
-			klog.FromContext(r.Context()).Error(err, "Rendering the node view")
-			http.Error(w, "rendering the node view failed; see the controller's log", http.StatusInternalServerError)
-			return
-		}
-		securityHeaders(w, "text/html; charset=utf-8")
-		_, _ = w.Write(buf.Bytes())
+		respond(w, r, "the node view", htmlType, func(buf *bytes.Buffer) error {
+			return nodesTemplate.Execute(buf, newNodesPage(source().NodesView(f)))
+		})
 	})
 }
 
@@ -125,13 +118,8 @@ func nodesAPIHandler(source func() rollout.Report) http.Handler {
 			http.Error(w, "bad node filter: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		var buf bytes.Buffer
-		if err := rollout.RenderNodesJSON(&buf, source().NodesView(f)); err != nil {
-			klog.FromContext(r.Context()).Error(err, "Encoding the node view")
-			http.Error(w, "encoding the node view failed; see the controller's log", http.StatusInternalServerError)
-			return
-		}
-		securityHeaders(w, "application/json; charset=utf-8")
-		_, _ = w.Write(buf.Bytes())
+		respond(w, r, "the node view", jsonType, func(buf *bytes.Buffer) error {
+			return rollout.RenderNodesJSON(buf, source().NodesView(f))
+		})
 	})
 }

@@ -21,26 +21,6 @@ import (
 
 const boardPath = "../../deploy/grafana/migration-rollout.json"
 
-// exprs returns every "expr" string in a Grafana dashboard, panels in rows included.
-func exprs(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if s, ok := val.(string); ok && k == "expr" {
-				out = append(out, s)
-			} else {
-				out = append(out, exprs(val)...)
-			}
-		}
-	case []any:
-		for _, val := range x {
-			out = append(out, exprs(val)...)
-		}
-	}
-	return out
-}
-
 var (
 	promStrings  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
 	promMatchers = regexp.MustCompile(`\{[^}]*\}`)
@@ -118,7 +98,7 @@ func TestGrafanaBoardQueriesRegisteredMetrics(t *testing.T) {
 		}
 	}
 
-	exprList := exprs(board)
+	exprList := BoardQueries(board)
 	if len(exprList) < 10 {
 		t.Fatalf("found only %d expressions in the board", len(exprList))
 	}

@@ -207,7 +207,7 @@ func boardExprs(t *testing.T) map[string]bool {
 		t.Fatalf("%s is not valid JSON: %v", boardPath, err)
 	}
 	out := map[string]bool{}
-	for _, e := range exprs(board) {
+	for _, e := range metrics.BoardQueries(board) {
 		out[e] = true
 	}
 	if len(out) < 10 {
@@ -222,27 +222,6 @@ var grafanaVars = strings.NewReplacer(
 	"$__interval_ms", "1000", "$__interval", "1s", "${__interval}", "1s",
 	"$__range_s", "3600", "$__range", "1h",
 )
-
-// exprs returns every "expr" string in a Grafana dashboard, panels in rows included (as
-// pkg/metrics' board test).
-func exprs(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if s, ok := val.(string); ok && k == "expr" {
-				out = append(out, s)
-			} else {
-				out = append(out, exprs(val)...)
-			}
-		}
-	case []any:
-		for _, val := range x {
-			out = append(out, exprs(val)...)
-		}
-	}
-	return out
-}
 
 // prometheus is a running Prometheus server.
 type prometheus struct {
