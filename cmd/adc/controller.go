@@ -48,6 +48,7 @@ type controllerFlags struct {
 	nodeStatusMaxDelay time.Duration
 	resync             time.Duration
 	httpAddr           string
+	profiling          profilingFlags
 
 	leaderElect   bool
 	leaseNS       string
@@ -93,6 +94,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", time.Second, "How long an attached volume may wait to be listed in node status while other attaches of its node finish (coalescing).")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
+	f.profiling.add(fss.FlagSet("debugging"))
 	logsapi.AddFlags(f.logging, fss.FlagSet("logging"))
 	for _, fs := range fss.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
@@ -201,6 +203,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return current
 	}
 	serveRollout(srv, adcMetrics, opts.Migration, currentView)
+	f.profiling.install(srv)
 	serveErr := make(chan error, 1)
 	if f.httpAddr != "" {
 		l, err := server.Listen(f.httpAddr)
