@@ -92,7 +92,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
 	other.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leading.")
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
-	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", time.Second, "How long an attached volume may wait to be listed in node status while other attaches of its node finish (coalescing).")
+	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
 	f.profiling.add(fss.FlagSet("debugging"))
 	logsapi.AddFlags(f.logging, fss.FlagSet("logging"))
@@ -128,8 +128,8 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 		return opts, fmt.Errorf("--workers must be at least 1, got %d", f.workers)
 	case f.qps <= 0 || f.burst <= 0:
 		return opts, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.qps, f.burst)
-	case f.nodeStatusMaxDelay <= 0:
-		return opts, fmt.Errorf("--node-status-max-delay must be positive, got %s", f.nodeStatusMaxDelay)
+	case f.nodeStatusMaxDelay < 0:
+		return opts, fmt.Errorf("--node-status-max-delay must not be negative, got %s", f.nodeStatusMaxDelay)
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retryPeriod && f.retryPeriod > 0):
 		return opts, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
 			f.leaseDuration, f.renewDeadline, f.retryPeriod)
@@ -156,7 +156,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 	base.UserAgent = "adc-controller"
 	// One budget of --kube-api-qps/--kube-api-burst, in which node status writes go first.
-	cfg, statusCfg := volumeattach.PrioritizedConfigs(base, f.qps, f.burst)
+	cfg, statusCfg, budget := volumeattach.PrioritizedBudget(base, f.qps, f.burst)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
@@ -166,6 +166,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return fmt.Errorf("building the node status client: %w", err)
 	}
 	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
+	opts.APIBudget = budget
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building the dynamic client: %w", err)
@@ -214,7 +215,8 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 
 	run := func(ctx context.Context) {
-		factory := informers.NewSharedInformerFactory(client, f.resync)
+		// adc owns this factory, so its caches keep only what adc reads (most of its memory).
+		factory := informers.NewSharedInformerFactoryWithOptions(client, f.resync, adc.WithTrimmedObjects())
 		ctrl, err := adc.New(client, dyn, factory, opts)
 		if err != nil {
 			logger.Error(err, "Creating the controller")

@@ -68,8 +68,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	inTree := &simulator.InTreeAttacher{Delay: o.AttachDelay}
-	factory := informers.NewSharedInformerFactory(c, 0)
-	ctrl, err := adc.New(c, cp.Dynamic, factory, adc.Options{Migration: Migration(), InTreeAttacher: inTree, NodeStatusMaxDelay: 200 * time.Millisecond, Observer: o.Observer})
+	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, adc.WithTrimmedObjects())
+	ctrl, err := adc.New(c, cp.Dynamic, factory, adc.Options{Migration: Migration(), InTreeAttacher: inTree, Observer: o.Observer})
 	if err != nil {
 		return err
 	}

@@ -147,12 +147,19 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				c.enqueueNode(va.Spec.NodeName)
 			}
 		},
-		UpdateFunc: func(_, cur interface{}) {
-			if va, ok := cur.(*storagev1.VolumeAttachment); ok {
-				c.observedVA(va)
-				c.vaChanged(va)
-				c.enqueueNode(va.Spec.NodeName)
+		UpdateFunc: func(old, cur interface{}) {
+			va, ok := cur.(*storagev1.VolumeAttachment)
+			if !ok {
+				return
 			}
+			c.observedVA(va)
+			c.vaChanged(va)
+			if prev, ok := old.(*storagev1.VolumeAttachment); ok && prev.Status.Attached != va.Status.Attached && va.Spec.NodeName != "" {
+				// Straight to the node's status writer: listing a volume that became attached
+				// needs no reconcile of the node's pods, and at scale the node queue is long.
+				c.statusQueue.Add(va.Spec.NodeName)
+			}
+			c.enqueueNode(va.Spec.NodeName)
 		},
 		DeleteFunc: func(obj interface{}) {
 			va, ok := unwrapTombstone(obj).(*storagev1.VolumeAttachment)

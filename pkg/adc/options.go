@@ -20,10 +20,16 @@ type Options struct {
 	// MaxWaitForUnmount is how long a node may be not Ready before its volumes are detached
 	// even though the kubelet still reports them in use.
 	MaxWaitForUnmount time.Duration
-	// NodeStatusMaxDelay bounds how long an attached volume may wait to be listed in its
-	// node's status.volumesAttached while the controller waits for the node's other pending
-	// attaches, so status writes are coalesced into few patches per node.
+	// NodeStatusMaxDelay, when positive, lets an attached volume wait (at most this long) to
+	// be listed in its node's status.volumesAttached while the node's other attaches are
+	// pending, trading latency for fewer patches. Zero, the default, writes at once: writes
+	// are then coalesced only by what attaches while a write of the node is in flight.
 	NodeStatusMaxDelay time.Duration
+	// APIBudget, when set, tells whether the client budget adc writes through is spent right
+	// now (volumeattach.PriorityLimiter). While it is, a node's newly attached volumes wait
+	// for the node's other pending attaches (at most saturatedStatusDelay), so the budget
+	// is not spent on one status patch per attach; otherwise every status write goes at once.
+	APIBudget APIBudget
 	// AttachBatches is how many nodes may send VolumeAttachment creates at the same time.
 	AttachBatches int
 	// MaxParallelCreatesPerNode bounds the creates one node sends at once.
@@ -52,6 +58,11 @@ type Options struct {
 	CRDPollInterval time.Duration
 }
 
+// APIBudget is a client request budget that can say whether it is spent.
+type APIBudget interface {
+	Saturated() bool
+}
+
 // BackoffOptions is the exponential backoff of held pairs: InitialInterval doubling by
 // Multiplier up to MaxInterval, each delay randomized by +/- RandomizationFactor.
 type BackoffOptions struct {
@@ -64,10 +75,9 @@ type BackoffOptions struct {
 // DefaultOptions returns the options adc runs with unless told otherwise.
 func DefaultOptions() Options {
 	return Options{
-		Migration:          migration.DefaultConfig(),
-		MaxWaitForUnmount:  6 * time.Minute,
-		NodeStatusMaxDelay: time.Second,
-		AttachBatches:      2,
+		Migration:         migration.DefaultConfig(),
+		MaxWaitForUnmount: 6 * time.Minute,
+		AttachBatches:     2,
 		// Above the client's default burst, below anything an API server minds.
 		MaxParallelCreatesPerNode: 32,
 		Backoff: BackoffOptions{
@@ -96,9 +106,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWaitForUnmount == 0 {
 		o.MaxWaitForUnmount = d.MaxWaitForUnmount
-	}
-	if o.NodeStatusMaxDelay == 0 {
-		o.NodeStatusMaxDelay = d.NodeStatusMaxDelay
 	}
 	if o.AttachBatches == 0 {
 		o.AttachBatches = d.AttachBatches

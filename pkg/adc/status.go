@@ -15,9 +15,12 @@ import (
 )
 
 // syncNodeStatus brings one node's status.volumesAttached in line with its attachments. It
-// runs on its own queue so writes are coalesced per node: while the node still has attaches
-// in flight, an addition waits (at most NodeStatusMaxDelay) so that one patch lists several
-// volumes; removals, which gate detaches, are written at once.
+// runs on its own queue, which coalesces writes per node by itself: a node is written at once
+// when no write of it is in flight, and whatever changes while one is in flight is listed by
+// the next write (the queue holds the node's key until the running write is done). Under
+// load this batches several volumes into one patch; otherwise a volume waits one round trip.
+// An addition waits for the node's pending attaches only while the client budget is spent
+// (APIBudget), or always with NodeStatusMaxDelay set: see statusDelay.
 func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfter time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	defer c.lockNodeStatus(name)()
@@ -37,9 +40,9 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 		c.clearUnlisted(name)
 		return 0, nil
 	}
-	if pending > 0 && onlyAdds(want, have) {
+	if delay := c.statusDelay(); delay > 0 && pending > 0 && onlyAdds(want, have) {
 		since := c.unlistedSince(name, now)
-		if wait := c.opts.NodeStatusMaxDelay - now.Sub(since); wait > 0 {
+		if wait := delay - now.Sub(since); wait > 0 {
 			logger.V(4).Info("Coalescing node status update", "pendingAttaches", pending, "wait", wait)
 			return wait, nil
 		}
@@ -58,6 +61,24 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	}
 	logger.V(4).Info("Updated node status.volumesAttached", "volumes", len(want), "previously", len(have))
 	return 0, nil
+}
+
+// saturatedStatusDelay bounds how long a newly attached volume waits for its node's pending
+// attaches while the client budget is spent. Then every status patch costs a
+// VolumeAttachment create its turn, and a volume already waits seconds for the budget.
+const saturatedStatusDelay = time.Second
+
+// statusDelay is how long a node's additions may wait for its pending attaches now: the
+// configured NodeStatusMaxDelay, else saturatedStatusDelay while the API budget is spent,
+// else nothing (written at once).
+func (c *Controller) statusDelay() time.Duration {
+	if c.opts.NodeStatusMaxDelay > 0 {
+		return c.opts.NodeStatusMaxDelay
+	}
+	if c.opts.APIBudget != nil && c.opts.APIBudget.Saturated() {
+		return saturatedStatusDelay
+	}
+	return 0
 }
 
 // volumesAttachedFor computes what the node's status.volumesAttached should list, given what

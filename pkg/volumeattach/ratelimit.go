@@ -51,6 +51,12 @@ func (d door) Wait(ctx context.Context) error {
 	return d.p.limiter.Wait(ctx)
 }
 
+// Saturated reports whether the budget is spent: a request sent now would wait for a token.
+// It is what "under load" means to the node status writer, which then lets a node's newly
+// attached volumes wait for the node's pending attaches, so that a spent budget goes to
+// VolumeAttachment creates and few, full status patches instead of one patch per attach.
+func (p *PriorityLimiter) Saturated() bool { return p.limiter.Tokens() < 1 }
+
 func (d door) TryAccept() bool { return d.p.limiter.Allow() }
 
 func (d door) Accept() { _ = d.Wait(context.Background()) }
@@ -64,6 +70,13 @@ func (d door) QPS() float32 { return d.p.qps }
 // the API server, as kube-controller-manager does: it costs the API server and adc less CPU
 // than JSON at scale (dynamic clients built from them switch back to JSON themselves).
 func PrioritizedConfigs(cfg *rest.Config, qps float32, burst int) (normal, priority *rest.Config) {
+	normal, priority, _ = PrioritizedBudget(cfg, qps, burst)
+	return normal, priority
+}
+
+// PrioritizedBudget is PrioritizedConfigs that also returns the shared limiter, for
+// adc.Options.APIBudget: the controller asks it whether the budget is spent.
+func PrioritizedBudget(cfg *rest.Config, qps float32, burst int) (normal, priority *rest.Config, budget *PriorityLimiter) {
 	p := NewPriorityLimiter(qps, burst)
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = runtime.ContentTypeProtobuf
@@ -71,5 +84,5 @@ func PrioritizedConfigs(cfg *rest.Config, qps float32, burst int) (normal, prior
 	normal, priority = rest.CopyConfig(cfg), rest.CopyConfig(cfg)
 	normal.QPS, normal.Burst, normal.RateLimiter = qps, burst, p.Normal()
 	priority.QPS, priority.Burst, priority.RateLimiter = qps, burst, p.Priority()
-	return normal, priority
+	return normal, priority, p
 }

@@ -167,9 +167,6 @@ func (e *testEnv) startControllerWith(client kubernetes.Interface, opts adc.Opti
 	if opts.Backoff.InitialInterval == 0 {
 		opts.Backoff = adc.BackoffOptions{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxInterval: 2 * time.Second, RandomizationFactor: 0.1}
 	}
-	if opts.NodeStatusMaxDelay == 0 {
-		opts.NodeStatusMaxDelay = 200 * time.Millisecond
-	}
 	if opts.CRDPollInterval == 0 {
 		opts.CRDPollInterval = 200 * time.Millisecond
 	}

@@ -142,10 +142,9 @@ func seedCluster(t *testing.T) *rolloutCluster {
 	}
 	rc.config = migration.DefaultConfig().WithModes(map[string]migration.Mode{ebsPlugin: migration.ModeOff, pxPlugin: migration.ModeComplete})
 	opts := adc.Options{
-		Migration:          rc.config,
-		Observer:           m,
-		NodeStatusMaxDelay: 200 * time.Millisecond,
-		Backoff:            adc.BackoffOptions{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.1},
+		Migration: rc.config,
+		Observer:  m,
+		Backoff:   adc.BackoffOptions{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.1},
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactory(client, 0)

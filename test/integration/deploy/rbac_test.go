@@ -132,7 +132,6 @@ func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, us
 	opts.Migration.NodeSource = migration.NodeSourceAuto
 	opts.Migration.DriverSource = migration.DriverSourceAuto
 	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
-	opts.NodeStatusMaxDelay = 200 * time.Millisecond
 	opts.CRDPollInterval = 200 * time.Millisecond
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -149,7 +149,7 @@ func TestEmbeddedInControllerManager(t *testing.T) {
 			cp := framework.Get(t)
 			h := newHost(t)
 			addsBefore := queueAdds(t, "adc_node")
-			opts := adc.Options{NodeStatusMaxDelay: 200 * time.Millisecond}
+			opts := adc.Options{}
 			ctrl := h.build(t, ctx, func(ctx context.Context) (kcmController, error) {
 				return adc.NewControllerManagerController(ctx, h.factory, h.newClient(t, "adc"), cp.Dynamic, opts, 2)
 			})

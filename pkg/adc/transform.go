@@ -1,0 +1,135 @@
+package adc
+
+import (
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// lastAppliedAnnotation is kubectl's copy of the whole applied object: often the largest
+// field of an object and never read by adc.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// TrimInformerObjects is a client-go informer transform (cache.TransformFunc) that keeps in
+// adc's caches only what adc reads. Informer caches are most of adc's memory: a pod's
+// containers, a node's images and every object's managedFields are read by nothing here, and
+// at 10,000 volumes they cost more than everything else together.
+//
+// It keeps everything any decision, reconcile, status write, Event or report reads: object
+// identity and owner references, labels and annotations (but kubectl's last-applied copy),
+// the pod's node, volumes (sources of volume types adc only classifies are emptied, not
+// dropped, so the same pairs exist), phase and container states; the node's spec, conditions,
+// volumesAttached, volumesInUse and kubelet version. Storage objects lose only managedFields.
+//
+// Use it only on an informer factory adc owns (WithTrimmedObjects): inside
+// kube-controller-manager the factory is the host's and other controllers read its objects
+// whole. It changes the object it is given (the informer hands over freshly decoded objects)
+// and is idempotent, as client-go requires.
+func TrimInformerObjects(obj interface{}) (interface{}, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		trimmed, err := TrimInformerObjects(d.Obj)
+		if err != nil {
+			return nil, err
+		}
+		d.Obj = trimmed
+		return d, nil
+	}
+	switch o := obj.(type) {
+	case *v1.Pod:
+		trimMeta(o)
+		trimPod(o)
+	case *v1.Node:
+		trimMeta(o)
+		trimNode(o)
+	case *v1.PersistentVolume, *v1.PersistentVolumeClaim, *storagev1.VolumeAttachment,
+		*storagev1.CSINode, *storagev1.CSIDriver:
+		trimMeta(o)
+	}
+	return obj, nil
+}
+
+// WithTrimmedObjects is the informer factory option that installs TrimInformerObjects.
+func WithTrimmedObjects() informers.SharedInformerOption {
+	return informers.WithTransform(TrimInformerObjects)
+}
+
+var _ cache.TransformFunc = TrimInformerObjects
+
+func trimMeta(obj interface{}) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		if _, ok := a[lastAppliedAnnotation]; ok {
+			delete(a, lastAppliedAnnotation)
+			m.SetAnnotations(a)
+		}
+	}
+}
+
+// trimPod keeps the pod's node, volumes, phase and container states: what decides whether
+// its volumes are wanted and where.
+func trimPod(p *v1.Pod) {
+	vols := p.Spec.Volumes
+	for i := range vols {
+		trimVolumeSource(&vols[i].VolumeSource)
+	}
+	p.Spec = v1.PodSpec{NodeName: p.Spec.NodeName, Volumes: vols}
+	p.Status = v1.PodStatus{
+		Phase:                      p.Status.Phase,
+		InitContainerStatuses:      trimContainerStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:          trimContainerStatuses(p.Status.ContainerStatuses),
+		EphemeralContainerStatuses: trimContainerStatuses(p.Status.EphemeralContainerStatuses),
+	}
+}
+
+// trimVolumeSource empties the sources of volume types adc only classifies (never attaches
+// and never names): the volume keeps its type, so it is decided exactly as before.
+func trimVolumeSource(s *v1.VolumeSource) {
+	switch {
+	case s.ConfigMap != nil:
+		s.ConfigMap = &v1.ConfigMapVolumeSource{}
+	case s.Secret != nil:
+		s.Secret = &v1.SecretVolumeSource{}
+	case s.Projected != nil:
+		s.Projected = &v1.ProjectedVolumeSource{}
+	case s.DownwardAPI != nil:
+		s.DownwardAPI = &v1.DownwardAPIVolumeSource{}
+	}
+}
+
+// trimContainerStatuses keeps whether each container is running (a deleted pod's volumes stay
+// wanted until none is).
+func trimContainerStatuses(in []v1.ContainerStatus) []v1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, len(in))
+	for i := range in {
+		out[i] = v1.ContainerStatus{Name: in[i].Name, State: in[i].State}
+		if t := out[i].State.Terminated; t != nil {
+			out[i].State.Terminated = &v1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+		}
+		if w := out[i].State.Waiting; w != nil {
+			out[i].State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason}
+		}
+	}
+	return out
+}
+
+// trimNode keeps the node's spec (taints), conditions (Ready and its age), attached and
+// in-use volumes and kubelet version; it drops images, capacity, addresses and the rest of
+// the kubelet's report.
+func trimNode(n *v1.Node) {
+	n.Status = v1.NodeStatus{
+		Phase:           n.Status.Phase,
+		Conditions:      n.Status.Conditions,
+		VolumesAttached: n.Status.VolumesAttached,
+		VolumesInUse:    n.Status.VolumesInUse,
+		NodeInfo:        v1.NodeSystemInfo{KubeletVersion: n.Status.NodeInfo.KubeletVersion},
+	}
+}
