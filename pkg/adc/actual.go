@@ -54,8 +54,8 @@ func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachme
 		seen[va.Name] = true
 		atts = append(atts, c.vaAttachmentLocked(va, now))
 	}
-	for name, exp := range c.world.expectedVAs {
-		if seen[name] || exp.va.Spec.NodeName != node.Name {
+	for name, exp := range c.world.expectedVAs.onNode(node.Name) {
+		if seen[name] {
 			continue
 		}
 		atts = append(atts, c.vaAttachmentLocked(exp.va, now))

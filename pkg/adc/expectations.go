@@ -36,6 +36,8 @@ type expectedVA struct {
 	// verified is when the expectation was last confirmed by a GET, in the fallback used when
 	// the informer store does not expose its resourceVersion.
 	verified time.Time
+	// node and sourceKey are the object's node and volume source key (vaExpectations' index).
+	node, sourceKey string
 }
 
 // deleteRequest is a VolumeAttachment delete adc sent.
@@ -52,7 +54,7 @@ const expectationTTL = time.Minute
 func (c *Controller) expectVA(va *storagev1.VolumeAttachment, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.world.expectedVAs[va.Name] = &expectedVA{va: va, since: now}
+	c.world.expectedVAs.add(&expectedVA{va: va, since: now})
 }
 
 // createdVA records what the API server stored for an expected create. When the informer
@@ -60,7 +62,7 @@ func (c *Controller) expectVA(va *storagev1.VolumeAttachment, now time.Time) {
 func (c *Controller) createdVA(stored *storagev1.VolumeAttachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.world.expectedVAs[stored.Name]; e != nil && !e.stored {
+	if e := c.world.expectedVAs.get(stored.Name); e != nil && !e.stored {
 		e.va, e.stored = stored, true
 	}
 }
@@ -69,7 +71,7 @@ func (c *Controller) createdVA(stored *storagev1.VolumeAttachment) {
 func (c *Controller) unexpectVA(va *storagev1.VolumeAttachment, sourceKey string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.world.expectedVAs, va.Name)
+	c.world.expectedVAs.remove(va.Name)
 	if c.world.reservations[sourceKey] == va.Spec.NodeName {
 		delete(c.world.reservations, sourceKey)
 	}
@@ -102,7 +104,7 @@ func (c *Controller) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool 
 func (c *Controller) observedVA(va *storagev1.VolumeAttachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.world.expectedVAs, va.Name)
+	c.world.expectedVAs.remove(va.Name)
 	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
 		delete(c.world.reservations, key)
 	}
@@ -120,7 +122,7 @@ func (c *Controller) goneVA(va *storagev1.VolumeAttachment) []string {
 	if r, ok := c.world.deleteRequested[va.Name]; ok && (r.uid == va.UID || va.UID == "") {
 		delete(c.world.deleteRequested, va.Name)
 	}
-	if e := c.world.expectedVAs[va.Name]; e != nil && e.stored && (e.va.UID == va.UID || va.UID == "") {
+	if e := c.world.expectedVAs.get(va.Name); e != nil && e.stored && (e.va.UID == va.UID || va.UID == "") {
 		c.dropExpectationLocked(e)
 	}
 	return c.takeWaitersLocked(vaSourceKey(va))
@@ -128,7 +130,7 @@ func (c *Controller) goneVA(va *storagev1.VolumeAttachment) []string {
 
 // dropExpectationLocked ends a create expectation and the reservation it guarded.
 func (c *Controller) dropExpectationLocked(e *expectedVA) {
-	delete(c.world.expectedVAs, e.va.Name)
+	c.world.expectedVAs.remove(e.va.Name)
 	if key := vaSourceKey(e.va); key != "" && c.world.reservations[key] == e.va.Spec.NodeName {
 		delete(c.world.reservations, key)
 	}
@@ -152,7 +154,7 @@ const (
 func (c *Controller) checkExpectations(ctx context.Context) {
 	c.mu.Lock()
 	var pending []*expectedVA
-	for _, e := range c.world.expectedVAs {
+	for _, e := range c.world.expectedVAs.byName {
 		if e.stored {
 			cp := *e
 			pending = append(pending, &cp)
@@ -176,7 +178,7 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 			continue
 		}
 		c.mu.Lock()
-		cur := c.world.expectedVAs[e.va.Name]
+		cur := c.world.expectedVAs.get(e.va.Name)
 		if cur == nil || !cur.stored || cur.va.UID != e.va.UID {
 			c.mu.Unlock()
 			continue
@@ -232,7 +234,7 @@ func (c *Controller) judgeExpectation(ctx context.Context, e *expectedVA, storeR
 		return expectationGone
 	case err == nil:
 		c.mu.Lock()
-		if cur := c.world.expectedVAs[e.va.Name]; cur != nil {
+		if cur := c.world.expectedVAs.get(e.va.Name); cur != nil {
 			cur.verified = now
 		}
 		c.mu.Unlock()
@@ -253,7 +255,7 @@ func (c *Controller) pruneDeleteRequest(name string) {
 	if va, isVA := obj.(*storagev1.VolumeAttachment); inStore && isVA && va.UID == r.uid {
 		return
 	}
-	if e := c.world.expectedVAs[name]; e != nil && e.stored && e.va.UID == r.uid {
+	if e := c.world.expectedVAs.get(name); e != nil && e.stored && e.va.UID == r.uid {
 		return
 	}
 	delete(c.world.deleteRequested, name)

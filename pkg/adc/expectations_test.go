@@ -103,13 +103,13 @@ func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 
 	c.vas.Bookmark("99")
 	c.checkExpectations(ctx)
-	if c.world.expectedVAs["csi-a"] == nil || c.world.reservations["pv:pv1"] != "n1" {
+	if c.world.expectedVAs.get("csi-a") == nil || c.world.reservations["pv:pv1"] != "n1" {
 		t.Fatalf("expectation or reservation ended before the store reached the create")
 	}
 
 	c.vas.Bookmark("150")
 	c.checkExpectations(ctx)
-	if c.world.expectedVAs["csi-a"] != nil {
+	if c.world.expectedVAs.get("csi-a") != nil {
 		t.Errorf("expectation still pending after the store synced past it")
 	}
 	if holder := c.world.reservations["pv:pv1"]; holder != "" {

@@ -37,8 +37,8 @@ func (c *Controller) reserveVolume(p *pair, node string) string {
 		}
 	}
 	if other == "" && p.ids.sourceKey != "" {
-		for _, e := range c.world.expectedVAs {
-			if e.va.Spec.NodeName != node && vaSourceKey(e.va) == p.ids.sourceKey {
+		for _, e := range c.world.expectedVAs.ofSource(p.ids.sourceKey) {
+			if e.node != node {
 				other = e.va.Spec.NodeName
 				break
 			}

@@ -21,7 +21,8 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // identity and owner references, labels and annotations (but kubectl's last-applied copy),
 // the pod's node, volumes (sources of volume types adc only classifies are emptied, not
 // dropped, so the same pairs exist), phase and container states; the node's spec, conditions,
-// volumesAttached, volumesInUse and kubelet version. Storage objects lose only managedFields.
+// volumesAttached, volumesInUse and kubelet version. Volumes and claims also lose their sizes
+// (capacity, requests), the other storage objects only managedFields.
 //
 // Use it only on an informer factory adc owns (WithTrimmedObjects): inside
 // kube-controller-manager the factory is the host's and other controllers read its objects
@@ -43,8 +44,16 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 	case *v1.Node:
 		trimMeta(o)
 		trimNode(o)
-	case *v1.PersistentVolume, *v1.PersistentVolumeClaim, *storagev1.VolumeAttachment,
-		*storagev1.CSINode, *storagev1.CSIDriver:
+	case *v1.PersistentVolume:
+		trimMeta(o)
+		// Sizes decide nothing here; a one-entry ResourceList costs more than the rest of
+		// the spec.
+		o.Spec.Capacity = nil
+	case *v1.PersistentVolumeClaim:
+		trimMeta(o)
+		o.Spec.Resources = v1.VolumeResourceRequirements{}
+		o.Status.Capacity, o.Status.AllocatedResources = nil, nil
+	case *storagev1.VolumeAttachment, *storagev1.CSINode, *storagev1.CSIDriver:
 		trimMeta(o)
 	}
 	return obj, nil

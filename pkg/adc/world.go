@@ -21,7 +21,7 @@ type world struct {
 	// expectedVAs are VolumeAttachments created but not yet seen by the informer, so a
 	// reconcile in between neither creates them again nor misses them in checks (see
 	// expectations.go for when they end).
-	expectedVAs map[string]*expectedVA
+	expectedVAs vaExpectations
 	// deleteRequested are VolumeAttachments whose delete was sent, by name, for the UID the
 	// delete was for, to not send it twice.
 	deleteRequested map[string]deleteRequest
@@ -71,7 +71,7 @@ func newWorld() *world {
 		inTree:          map[string]map[string]inTreeAttachment{},
 		inTreeSeeded:    map[string]bool{},
 		detaching:       map[string]map[string]bool{},
-		expectedVAs:     map[string]*expectedVA{},
+		expectedVAs:     newVAExpectations(),
 		deleteRequested: map[string]deleteRequest{},
 		reservations:    map[string]string{},
 		waiters:         map[string]map[string]bool{},
