@@ -58,9 +58,10 @@ type Options struct {
 	CRDPollInterval time.Duration
 }
 
-// APIBudget is a client request budget that can say whether it is spent.
+// APIBudget is a client request budget that can say whether it is spent, and if so about
+// how long until a request would go.
 type APIBudget interface {
-	Saturated() bool
+	Saturated() (bool, time.Duration)
 }
 
 // BackoffOptions is the exponential backoff of held pairs: InitialInterval doubling by

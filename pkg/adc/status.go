@@ -40,11 +40,11 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 		c.clearUnlisted(name)
 		return 0, nil
 	}
-	if delay := c.statusDelay(); delay > 0 && pending > 0 && onlyAdds(want, have) {
+	if delay, recheck := c.statusDelay(); delay > 0 && pending > 0 && onlyAdds(want, have) {
 		since := c.unlistedSince(name, now)
 		if wait := delay - now.Sub(since); wait > 0 {
 			logger.V(4).Info("Coalescing node status update", "pendingAttaches", pending, "wait", wait)
-			return wait, nil
+			return min(wait, recheck), nil
 		}
 	}
 	patched, err := c.status.PatchVolumesAttached(ctx, name, want)
@@ -68,17 +68,20 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 // VolumeAttachment create its turn, and a volume already waits seconds for the budget.
 const saturatedStatusDelay = time.Second
 
-// statusDelay is how long a node's additions may wait for its pending attaches now: the
-// configured NodeStatusMaxDelay, else saturatedStatusDelay while the API budget is spent,
-// else nothing (written at once).
-func (c *Controller) statusDelay() time.Duration {
+// statusDelay is how long a node's additions may wait for its pending attaches now, and when
+// to look again: the configured NodeStatusMaxDelay; else, while the API budget is spent,
+// saturatedStatusDelay, looking again as soon as the budget has a token (a write then goes
+// at once); else nothing (written at once).
+func (c *Controller) statusDelay() (delay, recheck time.Duration) {
 	if c.opts.NodeStatusMaxDelay > 0 {
-		return c.opts.NodeStatusMaxDelay
+		return c.opts.NodeStatusMaxDelay, c.opts.NodeStatusMaxDelay
 	}
-	if c.opts.APIBudget != nil && c.opts.APIBudget.Saturated() {
-		return saturatedStatusDelay
+	if c.opts.APIBudget != nil {
+		if spent, refill := c.opts.APIBudget.Saturated(); spent {
+			return saturatedStatusDelay, max(refill, time.Millisecond)
+		}
 	}
-	return 0
+	return 0, 0
 }
 
 // volumesAttachedFor computes what the node's status.volumesAttached should list, given what

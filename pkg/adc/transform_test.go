@@ -348,15 +348,22 @@ func TestControllerOnTrimmedInformersActsIdentically(t *testing.T) {
 		go func() { defer close(done); ctrl.Run(ctx, 2) }()
 		defer func() { cancel(); <-done; factory.Shutdown() }()
 		var snap []adc.PairState
-		// Settled: every pod with volumes on a managed node has its pairs, and the created
-		// VolumeAttachments are those of the settled pairs.
+		stable := 0
+		// Settled: every pod with volumes on a managed node has its pairs, the creates are
+		// done, and nothing changed for ten polls in a row.
 		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			prev := snap
 			snap = normalize(ctrl.Snapshot())
 			seen := map[string]bool{}
 			for _, s := range snap {
 				seen[s.Pod] = true
 			}
-			return seen["ns/p1"] && seen["ns/p-nocsinode"] && seen["ns/p-deleted-running"] && vaCount(ctx, client) >= 3, nil
+			if !seen["ns/p1"] || !seen["ns/p-nocsinode"] || !seen["ns/p-deleted-running"] || vaCount(ctx, client) < 3 || !reflect.DeepEqual(prev, snap) {
+				stable = 0
+				return false, nil
+			}
+			stable++
+			return stable >= 10, nil
 		})
 		if err != nil {
 			t.Fatalf("controller (trim=%v) did not settle: %v; snapshot %+v", trim, err, snap)
@@ -386,11 +393,12 @@ func vaCount(ctx context.Context, client *fake.Clientset) int {
 	return len(list.Items)
 }
 
-// normalize drops the times of a snapshot, which differ between two runs.
+// normalize drops what depends on the clock (times, and how many backoff retries a held
+// pair had so far), which differs between two runs.
 func normalize(in []adc.PairState) []adc.PairState {
 	out := make([]adc.PairState, len(in))
 	for i, s := range in {
-		s.Since, s.NextRetry = time.Time{}, time.Time{}
+		s.Since, s.NextRetry, s.Retries = time.Time{}, time.Time{}, 0
 		out[i] = s
 	}
 	return out

@@ -2,6 +2,7 @@ package volumeattach
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,11 +52,18 @@ func (d door) Wait(ctx context.Context) error {
 	return d.p.limiter.Wait(ctx)
 }
 
-// Saturated reports whether the budget is spent: a request sent now would wait for a token.
-// It is what "under load" means to the node status writer, which then lets a node's newly
-// attached volumes wait for the node's pending attaches, so that a spent budget goes to
-// VolumeAttachment creates and few, full status patches instead of one patch per attach.
-func (p *PriorityLimiter) Saturated() bool { return p.limiter.Tokens() < 1 }
+// Saturated reports whether the budget is spent: a request sent now would wait for a token,
+// for about the returned time. It is what "under load" means to the node status writer,
+// which then lets a node's newly attached volumes wait for the node's pending attaches, so
+// that a spent budget goes to VolumeAttachment creates and few, full status patches instead
+// of one patch per attach.
+func (p *PriorityLimiter) Saturated() (bool, time.Duration) {
+	tokens := p.limiter.Tokens()
+	if tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration((1 - tokens) / float64(p.qps) * float64(time.Second))
+}
 
 func (d door) TryAccept() bool { return d.p.limiter.Allow() }
 
