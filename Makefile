@@ -2,6 +2,7 @@
 #
 # make test             unit tests (-race), then integration tests on a real control plane
 # make envtest-assets   build kube-apiserver + etcd from Go modules (cached)
+# make kcm-adc          build kube-controller-manager v1.36.3 with adc inside (cached)
 # make lint             gofmt, go vet, staticcheck
 # make chaos            a longer chaos run (CHAOS_DURATION, default 10m; CHAOS_SEED replays one)
 
@@ -33,7 +34,7 @@ test: unit-test integration-test
 unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
-integration-test: envtest-assets
+integration-test: envtest-assets kcm-adc
 	$(GO) test -count=1 -p 1 -timeout 30m -v ./test/integration/...
 
 # The chaos test of make test (about 1.5 minutes) for longer: churn, leader SIGKILLs, API server
@@ -52,6 +53,12 @@ envtest-assets:
 
 kcm-assets:
 	hack/build-envtest.sh kube-controller-manager
+
+# kube-controller-manager v1.36.3 with adc inside, as a distribution carries it, into
+# bin/kcm-adc/kube-controller-manager-adc (see hack/build-kcm-adc.sh, docs/kube-controller-manager.md).
+.PHONY: kcm-adc
+kcm-adc:
+	hack/build-kcm-adc.sh
 
 $(STATICCHECK):
 	mkdir -p $(dir $@)
