@@ -74,16 +74,33 @@ lint: $(STATICCHECK)
 clean:
 	rm -rf bin
 
-# End-to-end attach benchmark on the test control plane: N nodes x M pods, one PV each,
-# at the upstream kube-controller-manager client limits (20/30) and at 1000/2000.
-BENCH_NODES ?= 100
-BENCH_PODS ?= 20
-.PHONY: bench-e2e bench-e2e-upstream
-bench-e2e: envtest-assets
-	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 20 -burst 30
-	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 1000 -burst 2000
+# End-to-end attach benchmarks on the test control plane (docs/performance.md): N nodes x M
+# pods, one CSI PersistentVolume each, a simulated external-attacher, and the controller as
+# its own process (bin/adc, or kube-controller-manager 1.36.3 with only its attach/detach
+# controller), measured the same way: watches for latencies, /proc for RSS and CPU, the API
+# server's audit log for requests. BENCH_NODES/BENCH_PODS change the size; seeded clusters
+# are kept in BENCH_SEED_CACHE (empty: seed into a temporary folder every time).
+BENCH_SEED_CACHE ?= $(CURDIR)/bin/bench-seed
+KCM_BIN := $(ENVTEST_DIR)/kube-controller-manager
+BENCH_FLAGS = -seed-cache "$(BENCH_SEED_CACHE)" -adc bin/adc -kcm $(KCM_BIN) $(if $(ADC_FLAGS),-adc-flags "$(ADC_FLAGS)")
+.PHONY: bench-e2e bench-e2e-upstream bench-compare bench-scale
+bench-e2e: envtest-assets build
+	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 20 -burst 30
+	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 1000 -burst 2000
 
-# The same scenario attached by upstream's kube-controller-manager 1.36.3, for a same-host ratio.
+# The same scenario attached by upstream's kube-controller-manager 1.36.3.
 bench-e2e-upstream: envtest-assets kcm-assets
-	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 20 -burst 30 -upstream $(ENVTEST_DIR)/kube-controller-manager
-	$(GO) run ./test/bench/e2e -nodes $(BENCH_NODES) -pods $(BENCH_PODS) -qps 1000 -burst 2000 -upstream $(ENVTEST_DIR)/kube-controller-manager
+	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -controller kcm -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 20 -burst 30
+	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -controller kcm -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 1000 -burst 2000
+
+# kube-controller-manager 1.36.3 and adc back to back, per scenario on the same seeded
+# cluster: one line per measure with both figures, adc/kcm and issue #13's goal, then a
+# summary table (about 25 minutes on 2 cores). BENCH_SCENARIOS=NODESxPODS@QPS/BURST,...
+BENCH_SCENARIOS ?= 100x20@1000/2000,1000x10@1000/2000,100x20@20/30
+bench-compare: envtest-assets kcm-assets build
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -scenarios "$(BENCH_SCENARIOS)"
+
+# 5000 nodes x 10 pods = 50,000 volumes for both (BENCH_NODES=1000 BENCH_PODS=10 for a quick
+# one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
+bench-scale: envtest-assets kcm-assets build
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"

@@ -69,6 +69,13 @@ type Options struct {
 	// folder of their own, so that RestartAPIServer can stop and start it again while every
 	// rest.Config and kubeconfig handed out stays valid (fault-injection tests need this).
 	Restartable bool
+	// EtcdDataDir, when set, is etcd's data folder: it may hold a cluster saved by an earlier
+	// control plane (benchmarks seed once and start each run from a copy), and it is left in
+	// place on stop. Empty: a fresh temporary folder, removed on stop.
+	EtcdDataDir string
+	// APIServerFlags are extra kube-apiserver flags, name without "--" to value (benchmarks
+	// turn on the audit log with them).
+	APIServerFlags map[string]string
 }
 
 // StartWithOptions starts a control plane as Start does, changed by opts.
@@ -80,6 +87,15 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	if opts.EtcdDataDir != "" {
+		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: opts.EtcdDataDir}
+	}
+	if len(opts.APIServerFlags) > 0 {
+		env.ControlPlane.APIServer = &envtest.APIServer{}
+		for name, value := range opts.APIServerFlags {
+			env.ControlPlane.APIServer.Configure().Set(name, value)
+		}
+	}
 	var certDir string
 	if opts.Restartable {
 		var err error
@@ -89,7 +105,10 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		// A fixed CertDir is not removed by Stop, so a restart reuses the serving
 		// certificates; the client CA lives in the APIServer's authenticator and the port in
 		// its SecureServing, both kept across Stop and Start.
-		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+		if env.ControlPlane.APIServer == nil {
+			env.ControlPlane.APIServer = &envtest.APIServer{}
+		}
+		env.ControlPlane.APIServer.CertDir = certDir
 		// kube-apiserver's graceful shutdown can outlast envtest's default 20 s with watches
 		// open; after this long it is killed, which is a fair kind of restart too.
 		env.ControlPlaneStopTimeout = restartStopTimeout

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/migration-aware/adc/test/bench/internal/scenario"
+)
+
+// goal is a target of issue #13 for one measure in one scenario.
+type goal struct {
+	text string
+	met  func(kcm, adc *scenario.Result) bool
+}
+
+func ratioAtMost(limit float64, f func(*scenario.Result) float64) goal {
+	return goal{fmt.Sprintf("adc/kcm <= %.1f", limit), func(k, a *scenario.Result) bool {
+		return k != nil && a != nil && f(k) > 0 && f(a)/f(k) <= limit
+	}}
+}
+
+func adcAtMost(text string, f func(*scenario.Result) bool) goal {
+	return goal{text, func(_, a *scenario.Result) bool { return a != nil && f(a) }}
+}
+
+var (
+	allListed = func(r *scenario.Result) float64 { return r.AllListed.Seconds() }
+	p50Listed = func(r *scenario.Result) float64 { return r.ListedP50.Seconds() }
+	rss10KiB  = adcAtMost("<= 10 KiB/volume", func(r *scenario.Result) bool {
+		return r.ProcessMeasured && r.RSSPerVolumeKiB() <= 10
+	})
+)
+
+// goals returns the goals of a scenario by measure name: the issue's, for its scenarios.
+func goals(c scenario.Config) map[string]goal {
+	size := [3]float64{float64(c.Nodes), float64(c.PodsPerNode), c.QPS}
+	switch size {
+	case [3]float64{100, 20, 1000}:
+		return map[string]goal{
+			"all listed in node status": ratioAtMost(0.5, allListed),
+			"p50 time to listed":        ratioAtMost(0.4, p50Listed),
+			"writes per attach":         adcAtMost("<= 1.05 (today's)", func(r *scenario.Result) bool { return r.WritesPerAttach() <= 1.05 }),
+		}
+	case [3]float64{1000, 10, 1000}:
+		return map[string]goal{
+			"all listed in node status": ratioAtMost(0.5, allListed),
+			"p50 time to listed":        ratioAtMost(0.4, p50Listed),
+			"max RSS per volume":        rss10KiB,
+		}
+	case [3]float64{5000, 10, 1000}:
+		return map[string]goal{
+			"all listed in node status": ratioAtMost(0.5, allListed),
+			"p50 time to listed":        ratioAtMost(0.3, p50Listed),
+			"VA attached -> listed p99": adcAtMost("<= 10 s", func(r *scenario.Result) bool { return r.AttachedToListedP99.Seconds() <= 10 }),
+			"max RSS per volume":        rss10KiB,
+		}
+	case [3]float64{100, 20, 20}:
+		return map[string]goal{
+			"all listed in node status": adcAtMost("<= API budget + 5%", func(r *scenario.Result) bool {
+				return r.AllListed.Seconds() <= 1.05*r.APIBudget.Seconds()
+			}),
+			"p50 time to listed": ratioAtMost(0.5, p50Listed),
+		}
+	}
+	return nil
+}
+
+// goalText is the goal of measure in p's scenario and whether the runs met it.
+func goalText(p pair, measure string) string {
+	g, ok := goals(p.config)[measure]
+	if !ok {
+		return ""
+	}
+	verdict := "missed"
+	if g.met(p.kcm, p.adc) {
+		verdict = "met"
+	}
+	return g.text + ": " + verdict
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/migration-aware/adc/test/bench/internal/scenario"
+)
+
+func TestParseScenario(t *testing.T) {
+	c, err := parseScenario(scenario.Config{}, "1000x10@1000/2000")
+	if err != nil || c.Nodes != 1000 || c.PodsPerNode != 10 || c.QPS != 1000 || c.Burst != 2000 {
+		t.Errorf("parseScenario = %+v, %v", c, err)
+	}
+	for _, bad := range []string{"", "100x20", "100@20/30", "ax20@20/30", "100x20@20", "0x20@20/30"} {
+		if _, err := parseScenario(scenario.Config{}, bad); err == nil {
+			t.Errorf("parseScenario(%q) accepted", bad)
+		}
+	}
+}
+
+// The goals of issue #13 are judged on the ratio adc/kcm or on adc's own figure.
+func TestGoals(t *testing.T) {
+	cfg := scenario.Config{Nodes: 100, PodsPerNode: 20, QPS: 1000, Burst: 2000}
+	kcm := &scenario.Result{Volumes: 2000, AllListed: 8 * time.Second, ListedP50: 6 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		adc     scenario.Result
+		measure string
+		want    string
+	}{
+		{"ratio met", scenario.Result{Volumes: 2000, AllListed: 4 * time.Second}, "all listed in node status", "adc/kcm <= 0.5: met"},
+		{"ratio missed", scenario.Result{Volumes: 2000, AllListed: 5 * time.Second}, "all listed in node status", "adc/kcm <= 0.5: missed"},
+		{"p50 ratio", scenario.Result{Volumes: 2000, ListedP50: 2 * time.Second}, "p50 time to listed", "adc/kcm <= 0.4: met"},
+		{"no goal", scenario.Result{Volumes: 2000}, "max RSS", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adc := tc.adc
+			if got := goalText(pair{config: cfg, kcm: kcm, adc: &adc}, tc.measure); got != tc.want {
+				t.Errorf("goalText(%s) = %q, want %q", tc.measure, got, tc.want)
+			}
+		})
+	}
+	budget := scenario.Config{Nodes: 100, PodsPerNode: 20, QPS: 20, Burst: 30}
+	slow := &scenario.Result{Volumes: 2000, AllListed: 111 * time.Second, APIBudget: 105 * time.Second}
+	if got := goalText(pair{config: budget, kcm: kcm, adc: slow}, "all listed in node status"); got != "<= API budget + 5%: missed" {
+		t.Errorf("API budget goal = %q", got)
+	}
+}

@@ -1,0 +1,191 @@
+package scenario
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// process is the controller under test running as a process of its own.
+type process struct {
+	cmd      *exec.Cmd
+	log      *os.File
+	httpAddr string // adc's HTTP listener, empty for kube-controller-manager
+	exited   chan struct{}
+}
+
+// controllerCommand returns the command line of the controller under test: kube-controller-
+// manager with only its attach/detach controller, or `adc controller`, both with the same
+// client budget and leader election off.
+func controllerCommand(c Config, kubeconfig, httpAddr string) (string, []string, error) {
+	qps, burst := strconv.FormatFloat(c.QPS, 'f', -1, 64), strconv.Itoa(c.Burst)
+	switch c.Controller {
+	case KCM:
+		if c.KCMPath == "" {
+			return "", nil, errors.New("no kube-controller-manager binary: run `make kcm-assets` and pass its path")
+		}
+		return c.KCMPath, []string{"--kubeconfig", kubeconfig,
+			"--controllers", "persistentvolume-attach-detach-controller", "--leader-elect=false", "--secure-port=0",
+			"--kube-api-qps", qps, "--kube-api-burst", burst, "-v", "0"}, nil
+	case ADC:
+		if c.ADCPath == "" {
+			return "", nil, errors.New("no adc binary: run `make build` and pass bin/adc")
+		}
+		args := []string{"controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
+			"--kube-api-qps", qps, "--kube-api-burst", burst, "--http-addr", httpAddr, "-v", "0"}
+		return c.ADCPath, append(args, c.ADCFlags...), nil
+	}
+	return "", nil, fmt.Errorf("controller %q does not run as a process", c.Controller)
+}
+
+// startProcess starts the controller, its output going to logPath.
+func startProcess(c Config, kubeconfig, logPath string) (*process, error) {
+	var addr string
+	if c.Controller == ADC {
+		var err error
+		if addr, err = freeLocalAddr(); err != nil {
+			return nil, err
+		}
+	}
+	bin, args, err := controllerCommand(c, kubeconfig, addr)
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller log %s: %w", logPath, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, log: log, httpAddr: addr, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// running fails once the controller has exited before it was asked to.
+func (p *process) running() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited early (%s); see its log %s", p.cmd.Path, p.cmd.ProcessState, p.log.Name())
+	default:
+		return nil
+	}
+}
+
+// stop asks the controller to stop (SIGTERM) and kills it after a grace period.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	_ = p.log.Close()
+}
+
+// freeLocalAddr returns a loopback address with a port free right now, for adc's listener.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port for adc's HTTP listener: %w", err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr, nil
+}
+
+// cpuProfile fetches a CPU profile of seconds from adc's /debug/pprof/profile into path,
+// once adc's listener is up.
+func cpuProfile(ctx context.Context, addr string, seconds int, path string) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for adc's HTTP listener on %s: %w", addr, err)
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching %s (is --profiling on?): %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("fetching %s: %s: %s", url, resp.Status, body)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return out.Close()
+}
+
+// klogError matches klog's error lines: "E1123 10:00:00.000000 ...".
+var klogError = regexp.MustCompile(`^E\d{4} `)
+
+// countLogErrors counts klog error lines in the log at path.
+func countLogErrors(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = f.Close() }()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 4<<20)
+	for sc.Scan() {
+		if klogError.Match(sc.Bytes()) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitStable waits until the file at path stops growing (the API server writes the audit
+// events of the controller's watches once it sees them closed), at most limit.
+func waitStable(path string, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	var last int64 = -1
+	for time.Now().Before(deadline) {
+		info, err := os.Stat(path)
+		if err == nil && info.Size() == last {
+			return
+		}
+		if err == nil {
+			last = info.Size()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

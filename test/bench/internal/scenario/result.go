@@ -1,0 +1,76 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/migration-aware/adc/test/bench/internal/auditcount"
+)
+
+// Result is what one run measured. Durations of the attach phase count from the
+// controller's start (process start, so start-up and informer lists are included).
+type Result struct {
+	Scenario    string
+	Controller  Kind
+	Nodes       int
+	PodsPerNode int
+	Volumes     int
+	QPS         float64
+	Burst       int
+
+	// Seeding is how long seeding took, zero when a cached seed was reused.
+	Seeding time.Duration
+
+	// AllVolumeAttachments: until the last VolumeAttachment was first seen.
+	AllVolumeAttachments time.Duration
+	// AllListed: until the last volume was first listed in its node's status.volumesAttached.
+	AllListed time.Duration
+	// ListedP50 and ListedP90: over volumes, the time until each was first listed.
+	ListedP50, ListedP90 time.Duration
+	// AttachedToListedP50 and P99: over volumes, from the harness seeing the VolumeAttachment's
+	// status.attached turn true to it seeing the volume listed in the Node's status.
+	AttachedToListedP50, AttachedToListedP99 time.Duration
+	// APIBudget is the attach phase's required writes (one create per volume, one status
+	// write per node) divided by QPS: no controller can be faster at that QPS.
+	APIBudget time.Duration
+
+	// ProcessMeasured is false when the controller ran in the harness's process.
+	ProcessMeasured bool
+	// MaxRSS is the controller process's VmHWM at the end of the run; MaxRSSAttach at
+	// convergence. Bytes.
+	MaxRSS, MaxRSSAttach int64
+	// CPUAttach is the controller's utime+stime from its start to convergence; CPUDetach
+	// during the detach phase.
+	CPUAttach, CPUDetach time.Duration
+
+	// Attach, Steady and Detach are the controller's API requests in each phase.
+	Attach, Steady, Detach auditcount.Counts
+	// Errors counts the controller's API responses of 400 or more over the whole run, by
+	// code; LogErrors the error lines (klog "E...") in its log.
+	Errors map[int]int64
+	// ErrorsByRequest counts them by "code verb resource".
+	ErrorsByRequest map[string]int64
+	LogErrors       int
+	// Log is where the controller's log is, if kept.
+	Log string
+
+	// AllDetached: from the start of the pods' deletion until every VolumeAttachment is gone.
+	AllDetached time.Duration
+}
+
+// RSSPerVolumeKiB is the peak RSS of the whole process divided by the volumes.
+func (r *Result) RSSPerVolumeKiB() float64 {
+	return float64(r.MaxRSS) / 1024 / float64(r.Volumes)
+}
+
+// CPUPer1000Attaches is the CPU seconds to convergence per 1000 attaches.
+func (r *Result) CPUPer1000Attaches() float64 {
+	return r.CPUAttach.Seconds() * 1000 / float64(r.Volumes)
+}
+
+// WritesPerAttach is the attach phase's writes per volume.
+func (r *Result) WritesPerAttach() float64 {
+	return float64(r.Attach.Writes()) / float64(r.Volumes)
+}
+
+// PerVolume divides counts by the volumes.
+func (r *Result) PerVolume(n int64) float64 { return float64(n) / float64(r.Volumes) }
