@@ -53,7 +53,7 @@ func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error)
 	if qps <= 0 || burst <= 0 {
 		qps, burst = rest.DefaultQPS, rest.DefaultBurst
 	}
-	normal, priority := volumeattach.PrioritizedConfigs(h.Config, qps, burst)
+	normal, priority, budget := volumeattach.PrioritizedBudget(h.Config, qps, burst)
 	client, err := kubernetes.NewForConfig(normal)
 	if err != nil {
 		return nil, fmt.Errorf("building adc's Kubernetes client: %w", err)
@@ -63,6 +63,7 @@ func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error)
 		return nil, fmt.Errorf("building adc's node status client: %w", err)
 	}
 	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
+	opts.APIBudget = budget
 	dyn, err := dynamic.NewForConfig(normal)
 	if err != nil {
 		return nil, fmt.Errorf("building adc's dynamic client: %w", err)
