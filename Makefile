@@ -2,6 +2,7 @@
 #
 # make test             unit tests (-race), then integration tests on a real control plane
 # make envtest-assets   build kube-apiserver + etcd from Go modules (cached)
+# make e2e-assets       build csi-attacher, a hollow kubelet and the mock CSI driver (cached)
 # make kcm-adc          build kube-controller-manager v1.36.3 with adc inside (cached)
 # make lint             gofmt, go vet, staticcheck
 # make chaos            a longer chaos run (CHAOS_DURATION, default 10m; CHAOS_SEED replays one)
@@ -16,9 +17,9 @@ STATICCHECK := $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)
 KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
 export KUBEBUILDER_ASSETS
 
-UNIT_PKGS = $$($(GO) list ./... | grep -v /test/integration)
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets lint clean chaos
+.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
 
 all: build
 
@@ -29,7 +30,7 @@ build:
 demo: envtest-assets build
 	bin/adc demo $(DEMO_FLAGS)
 
-test: unit-test integration-test
+test: unit-test integration-test e2e-test
 
 unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -53,6 +54,15 @@ envtest-assets:
 
 kcm-assets:
 	hack/build-envtest.sh kube-controller-manager
+
+# The real parts of the end-to-end suite, into bin/e2e (see hack/build-e2e.sh). After
+# envtest-assets: the hollow kubelet and the mock driver reuse kube-apiserver's build cache.
+e2e-assets: envtest-assets
+	hack/build-e2e.sh
+
+# End to end on real kubelets, the real external-attacher and a real CSI driver (test/e2e).
+e2e-test: envtest-assets e2e-assets
+	$(GO) test -count=1 -timeout 15m -v ./test/e2e/...
 
 # kube-controller-manager v1.36.3 with adc inside, as a distribution carries it, into
 # bin/kcm-adc/kube-controller-manager-adc (see hack/build-kcm-adc.sh, docs/kube-controller-manager.md).

@@ -1,0 +1,94 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// Options say what a Stack runs; the zero value runs three nodes and one attachable driver.
+type Options struct {
+	// Nodes are the names of the nodes, each with its own hollow kubelet and root dir
+	// (default e2e-node-1..3). Every driver serves every node, including deferred ones.
+	Nodes []string
+	// DeferredKubelets are nodes whose kubelet Start does not start (the node does not exist
+	// until the test calls Kubelet(name).Start), for a kubelet that starts late.
+	DeferredKubelets []string
+	// Drivers are the CSI drivers, each one mock driver process serving every node, with a
+	// CSIDriver object and, when it needs attaching, its own csi-attacher
+	// (default: one attachable driver named DefaultDriver).
+	Drivers []DriverOptions
+	// NodeStatusUpdateFrequency is the kubelets' status period, which bounds how soon they
+	// report volumesInUse (default 1 s; kubemark's is 10 s).
+	NodeStatusUpdateFrequency time.Duration
+	// ADCBinary is the adc binary to run (required; framework.BuildADC builds one).
+	ADCBinary string
+	// ADCArgs are added to adc controller's flags (after the harness's own, so they win).
+	ADCArgs []string
+	// DeferADC leaves adc stopped; start it with ADC().Start.
+	DeferADC bool
+	// AttacherArgs are added to every csi-attacher's flags.
+	AttacherArgs []string
+	// RestartableAPIServer lets the test restart the kube-apiserver (ControlPlane().RestartAPIServer).
+	RestartableAPIServer bool
+	// Log receives the harness's progress lines (e.g. testing.T's output through a writer);
+	// nil discards them.
+	Log io.Writer
+}
+
+// DriverOptions describe one CSI driver of a stack.
+type DriverOptions struct {
+	// Name is the driver name (GetPluginInfo, CSINode, VolumeAttachment spec.attacher).
+	Name string
+	// NoAttach makes the driver's CSIDriver attachRequired=false: the mock serves no
+	// ControllerPublish, no csi-attacher runs, and no VolumeAttachment is expected.
+	NoAttach bool
+	// NoCSIDriverObject leaves out the CSIDriver object (attach is then required).
+	NoCSIDriverObject bool
+}
+
+// Default names.
+const (
+	// DefaultDriver is the driver of a stack whose Options name none.
+	DefaultDriver = "mock.csi.e2e.example.com"
+	// GCEPDDriver is the CSI driver in-tree gce-pd volumes migrate to.
+	GCEPDDriver = "pd.csi.storage.gke.io"
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if len(o.Nodes) == 0 {
+		o.Nodes = []string{"e2e-node-1", "e2e-node-2", "e2e-node-3"}
+	}
+	if len(o.Drivers) == 0 {
+		o.Drivers = []DriverOptions{{Name: DefaultDriver}}
+	}
+	if o.NodeStatusUpdateFrequency == 0 {
+		o.NodeStatusUpdateFrequency = time.Second
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.ADCBinary == "" {
+		return o, fmt.Errorf("harness: Options.ADCBinary is required (framework.BuildADC builds one)")
+	}
+	seen := map[string]bool{}
+	for _, n := range o.Nodes {
+		if seen[n] {
+			return o, fmt.Errorf("harness: node %s listed twice in Options.Nodes", n)
+		}
+		seen[n] = true
+	}
+	for _, n := range o.DeferredKubelets {
+		if !seen[n] {
+			return o, fmt.Errorf("harness: deferred kubelet %s is not in Options.Nodes", n)
+		}
+	}
+	drivers := map[string]bool{}
+	for _, d := range o.Drivers {
+		if d.Name == "" || drivers[d.Name] {
+			return o, fmt.Errorf("harness: driver names must be set and distinct, got %q twice or empty", d.Name)
+		}
+		drivers[d.Name] = true
+	}
+	return o, nil
+}
