@@ -114,3 +114,10 @@ bench-compare: envtest-assets kcm-assets build
 # one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
 bench-scale: envtest-assets kcm-assets build
 	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
+
+# Attached -> listed in node status when several volumes of one node attach together, on the
+# real stack of the end-to-end suite (hollow kubelets, csi-attacher, the mock CSI driver, adc
+# with default flags). ADC_ARGS adds adc flags, e.g. "--node-status-max-delay=1s".
+.PHONY: bench-attach-latency
+bench-attach-latency: envtest-assets e2e-assets
+	$(GO) run ./test/bench/attachlatency -nodes 3 -per-node 8 -rounds 5 $(if $(ADC_ARGS),-adc-args "$(ADC_ARGS)")

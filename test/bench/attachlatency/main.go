@@ -1,0 +1,123 @@
+// Command attachlatency measures, on the real stack of the end-to-end suite (hollow kubelets,
+// the kubernetes-csi external-attacher, the e2e mock CSI driver, adc run as its binary with
+// default flags), how long a volume waits between its VolumeAttachment being attached and
+// its node's status.volumesAttached listing it, when several volumes of one node attach
+// together (`make bench-attach-latency`). That wait is most of what a pod waits for once its
+// volume is attached: the kubelet mounts only volumes its node's status lists.
+//
+// Each round lands -per-node pods on every node at once, waits for all of them to be Running,
+// then deletes them. The latencies come from watches (VolumeAttachment status.attached and
+// Node status.volumesAttached), as the end-to-end suite measures them.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migration-aware/adc/test/e2e/harness"
+	"github.com/migration-aware/adc/test/integration/framework"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 3, "hollow kubelets")
+	perNode := flag.Int("per-node", 8, "pods (one volume each) landing on every node together, per round")
+	rounds := flag.Int("rounds", 5, "rounds")
+	adcArgs := flag.String("adc-args", "", "extra adc flags, space separated (default flags otherwise)")
+	flag.Parse()
+	if err := run(*nodes, *perNode, *rounds, *adcArgs); err != nil {
+		fmt.Fprintln(os.Stderr, "attachlatency:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nodes, perNode, rounds int, adcArgs string) error {
+	bin, cleanup, err := framework.BuildADC()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var names []string
+	for i := range nodes {
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	opts := harness.Options{Nodes: names, ADCBinary: bin, Drivers: []harness.DriverOptions{{Name: harness.DefaultDriver}}}
+	if adcArgs != "" {
+		opts.ADCArgs = strings.Fields(adcArgs)
+	}
+	s, err := harness.Start(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("starting the stack: %w", err)
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "attachlatency: stopping the stack:", err)
+		}
+	}()
+	tl, err := s.WatchTimeline(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("attach latency on the real stack: %d nodes, %d volumes per node attaching together, %d rounds, adc flags: %q\n",
+		nodes, perNode, rounds, adcArgs)
+	for r := range rounds {
+		ns := fmt.Sprintf("round-%d", r)
+		if err := s.CreateNamespace(ctx, ns); err != nil {
+			return err
+		}
+		var pods []string
+		for n := range names {
+			for i := range perNode {
+				vol := fmt.Sprintf("vol-%d-%d", n, i)
+				if _, err := s.CreateVolume(ctx, ns, harness.Volume{Name: vol, Driver: harness.DefaultDriver, Handle: ns + "-" + vol}); err != nil {
+					return err
+				}
+				pods = append(pods, fmt.Sprintf("app-%d-%d", n, i))
+			}
+		}
+		// Create the pods of all nodes together, after their volumes exist.
+		start := time.Now()
+		for n, node := range names {
+			for i := range perNode {
+				pod := fmt.Sprintf("app-%d-%d", n, i)
+				tl.PodCreated(ns, pod, time.Now())
+				if _, err := s.CreatePod(ctx, ns, pod, node, fmt.Sprintf("vol-%d-%d", n, i)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.WaitPodsRunning(ctx, ns, pods, 2*time.Minute); err != nil {
+			return err
+		}
+		fmt.Printf("  round %d: %d pods Running in %.2fs\n", r+1, len(pods), time.Since(start).Seconds())
+		for _, p := range pods {
+			if err := s.ControlPlane().Client.CoreV1().Pods(ns).Delete(ctx, p, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+		}
+		for _, p := range pods {
+			if err := s.WaitPodGone(ctx, ns, p, 2*time.Minute); err != nil {
+				return err
+			}
+		}
+	}
+	lat := tl.AttachedToListed()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	startup := tl.PodStartup()
+	fmt.Printf("VolumeAttachment attached -> listed in node status (%d volumes): p50 %s  p90 %s  p99 %s  max %s\n", len(lat),
+		ms(harness.Percentile(lat, 50)), ms(harness.Percentile(lat, 90)), ms(harness.Percentile(lat, 99)), ms(lat[len(lat)-1]))
+	fmt.Printf("pod created -> Running (%d pods): p50 %s  p90 %s\n", len(startup),
+		ms(harness.Percentile(startup, 50)), ms(harness.Percentile(startup, 90)))
+	fmt.Printf("goal (issue 13): attached -> listed p99 <= 100ms\n")
+	return nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
