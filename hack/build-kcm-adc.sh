@@ -8,6 +8,7 @@
 # Cached: the binary is rebuilt only when it is missing or older than adc's sources (pkg/,
 # go.mod, go.sum) or this build's files; then `go build` recompiles only what changed. The copy
 # of k8s.io/kubernetes (bin/kcm-adc/kubernetes, ~115 MB) is made once.
+# KCM_ADC_GOFLAGS adds `go build` flags, e.g. -v to list the packages compiled.
 set -euo pipefail
 
 K8S_VERSION=1.36.3
