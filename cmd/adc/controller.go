@@ -140,6 +140,7 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 }
 
 func runController(parent context.Context, f *controllerFlags) error {
+	setControllerGC()
 	defer logs.FlushLogs()
 	opts, err := f.controllerOptions()
 	if err != nil {
