@@ -5,7 +5,9 @@
 // TestMain starts one shared stack: three nodes and three drivers (an attachable one, the
 // gce-pd CSI driver for migrated in-tree volumes, and one with attachRequired=false). Each
 // test works in a namespace of its own on it. Tests that break the stack (kill adc, restart
-// the API server) start their own with harness.Start.
+// the API server) start their own with harness.Start. After the tests it checks, from the
+// drivers' call logs, that every volume detached on the shared stack was unpublished and
+// unstaged by its kubelet first (harness.DetachOrderViolations).
 package e2e
 
 import (
@@ -62,6 +64,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// Every volume of every test on the shared stack: unmounted before it was detached.
+	if v := sharedDetachOrderViolations(shared); len(v) > 0 {
+		fmt.Fprintln(os.Stderr, "e2e: volumes detached before the kubelet let go of them:")
+		for _, l := range v {
+			fmt.Fprintln(os.Stderr, "  -", l)
+		}
+		code = 1
+	}
 	cancel()
 	if err := shared.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: stopping the shared stack:", err)

@@ -35,6 +35,7 @@
 // caller sent it (the PV's handle; a migrated gce-pd volume's translated handle), the node
 // whose kubelet called (empty for csi-attacher), the gRPC code and the time. The mock maps
 // each handle to a mock volume on first sight, so tests use any stable handle.
+// DetachOrderViolations checks a log for detaches of volumes a kubelet still had mounted.
 //
 // Quirks of envtest the harness covers for tests: there is no PV controller (CreateVolume
 // binds the PV and PVC itself), no scheduler (pods carry spec.nodeName), no node lifecycle

@@ -1,0 +1,456 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/test/e2e/harness"
+	"github.com/migration-aware/adc/test/integration/framework"
+)
+
+// registeredToAttached is how soon after the late kubelet registers the driver (its CSINode
+// lists it) the volume must be attached: issue 9's bound for scenario 3. adc re-decides a
+// held volume on the CSINode event, not at its next backoff retry, and creates the
+// VolumeAttachment within tens of milliseconds; the attach itself mostly waits for
+// csi-attacher's first retry (1 s), because the kubelet creates its CSINode a little before it
+// lists the driver in it and the attacher's first try fails (the test logs the figures).
+const registeredToAttached = 2 * time.Second
+
+// detachTimeout bounds how long a test waits for a deleted pod's volumes to be detached: the
+// kubelet drops them from volumesInUse at its next status update (every second here).
+const detachTimeout = 30 * time.Second
+
+// lifecycleRuns numbers the namespaces of this file's tests, so -count=N runs each test again
+// in a fresh namespace (envtest deletes none).
+var lifecycleRuns atomic.Int32
+
+func lifecycleNamespace(t *testing.T, s *harness.Stack, prefix string) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", prefix, lifecycleRuns.Add(1))
+	if err := s.CreateNamespace(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// Scenario 3: a node whose kubelet starts late. The Node object exists (registered earlier,
+// or created by the provisioner) but its kubelet has not run yet, so there is no CSINode and
+// nothing says whether gce-pd is migrated there: adc holds the pod's migrated gce-pd volume
+// (no VolumeAttachment, one WaitingForNodeMigrationState Event however often it looks
+// again), and attaches it through CSI as soon as the kubelet has written its CSINode and
+// registered the driver. (A native CSI volume would not wait: adc needs no CSINode for it.)
+// The stack is the test's own (nodes cannot be added to the shared one); it runs in parallel
+// with the other tests of this file, and leaves nothing behind either.
+func TestLateKubeletHoldsThenAttaches(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const node = "e2e-late-node"
+	s, err := harness.Start(ctx, harness.Options{
+		Nodes:            []string{node},
+		DeferredKubelets: []string{node},
+		Drivers:          []harness.DriverOptions{{Name: harness.GCEPDDriver}},
+		ADCBinary:        adcBinary,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.Logs(40))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping the stack: %v", err)
+		}
+		for _, l := range s.Leftovers() {
+			t.Errorf("left behind: %s", l)
+		}
+	})
+
+	// The Node as its earlier registration left it: managed by the attach/detach controller.
+	if _, err := s.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: node, Annotations: map[string]string{adc.ManagedAnnotation: "true"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := lifecycleNamespace(t, s, "s3-late-kubelet")
+	disk := ns + "-disk"
+	pv, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "data", GCEPD: disk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := harness.GCEPDHandle(disk)
+	vaName := harness.VAName(handle, harness.GCEPDDriver, node)
+	if _, err := s.CreatePod(ctx, ns, "app", node, "data"); err != nil {
+		t.Fatal(err)
+	}
+
+	// adc holds: it says so once on the pod, and still holds after looking again (its held
+	// pairs' retries grow), with no VolumeAttachment.
+	framework.Eventually(ctx, t, "adc's "+adc.ReasonWaitingForNode+" Event on the pod", podTimeout, func(ctx context.Context) (bool, string) {
+		n, msgs, err := podEventCount(ctx, s, ns, "app", adc.ReasonWaitingForNode)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n > 0, fmt.Sprintf("%d events %v", n, msgs)
+	})
+	framework.Eventually(ctx, t, "adc retrying the held volume", podTimeout, func(ctx context.Context) (bool, string) {
+		retries, err := adcMetric(ctx, s, `adc_held_pairs_retries{mechanism="wait"}`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return retries >= 1, fmt.Sprintf("adc_held_pairs_retries{mechanism=\"wait\"} = %v", retries)
+	})
+	if _, err := s.Client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("VolumeAttachment %s while the node has no CSINode: err = %v, want NotFound", vaName, err)
+	}
+	n, msgs, err := podEventCount(ctx, s, ns, "app", adc.ReasonWaitingForNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("pod has %d %s Events while held, want exactly 1: %v", n, adc.ReasonWaitingForNode, msgs)
+	}
+	t.Logf("adc holds the volume: %s", strings.Join(msgs, "; "))
+
+	seen, err := watchLateNode(ctx, s, node, harness.GCEPDDriver, vaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	if err := s.Kubelet(node).Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Kubelet(node).WaitRegistered(ctx, since, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitPodsRunning(ctx, ns, []string{"app"}, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	// The test wrote the Node's controller-managed annotation (checkKubeletWrote would
+	// object); the CSINode is the kubelet's alone.
+	if cn, err := s.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if m := managers(cn.ManagedFields); len(m) != 1 || m[0] != "hollow-kubelet" {
+		t.Errorf("CSINode %s managed by %v, want only the kubelet", node, m)
+	}
+	checkAttached(ctx, t, s, attachment{pv: pv.Name, driver: harness.GCEPDDriver, handle: handle, node: node})
+
+	csiNode, registered, created, attached := seen.times()
+	t.Logf("kubelet started -> CSINode %s, -> driver registered %s; CSINode -> VolumeAttachment created %s; driver registered -> attached %s",
+		csiNode.Sub(since).Round(time.Millisecond), registered.Sub(since).Round(time.Millisecond),
+		created.Sub(csiNode).Round(time.Millisecond), attached.Sub(registered).Round(time.Millisecond))
+	if d := attached.Sub(registered); d > registeredToAttached {
+		t.Errorf("VolumeAttachment %s attached %s after CSINode %s listed driver %s, want within %s", vaName, d.Round(time.Millisecond), node, harness.GCEPDDriver, registeredToAttached)
+	}
+	if n, msgs, err := podEventCount(ctx, s, ns, "app", adc.ReasonWaitingForNode); err != nil || n != 1 {
+		t.Errorf("pod has %d %s Events in the end (err %v), want exactly 1: %v", n, adc.ReasonWaitingForNode, err, msgs)
+	}
+	// The kubelet writes its CSINode (with the migrated-plugins annotation, which is all adc
+	// waits for) before it registers the driver in it, so csi-attacher may try the new
+	// VolumeAttachment once too early and retry after its backoff: its error shows on the pod.
+	if n, msgs, err := podEventCount(ctx, s, ns, "app", adc.ReasonFailedAttach); err == nil && n > 0 {
+		t.Logf("pod has %d %s Events from the external-attacher's early try: %v", n, adc.ReasonFailedAttach, msgs)
+	}
+}
+
+// Scenario 4: a pod deleted (default grace period) with a native CSI volume and a migrated
+// gce-pd one: for each, the driver sees the kubelet's NodeUnpublishVolume and
+// NodeUnstageVolume before csi-attacher's ControllerUnpublishVolume; the VolumeAttachment goes,
+// and the node's status drops the volume (volumesAttached by adc, volumesInUse by the kubelet).
+func TestPodDeletedUnmountsBeforeDetach(t *testing.T) {
+	t.Parallel()
+	s := shared
+	failWithLogs(t, s)
+	ctx := t.Context()
+	ns := lifecycleNamespace(t, s, "s4-pod-deleted")
+	node := s.Nodes()[0]
+	disk := ns + "-disk"
+	vols := []attachment{
+		{pv: ns + "-csi", driver: harness.DefaultDriver, handle: ns + "-vol", node: node},
+		{pv: ns + "-gce", driver: harness.GCEPDDriver, handle: harness.GCEPDHandle(disk), node: node},
+	}
+	if _, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "csi", Driver: harness.DefaultDriver, Handle: vols[0].handle}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "gce", GCEPD: disk}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreatePod(ctx, ns, "app", node, "csi", "gce"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitPodsRunning(ctx, ns, []string{"app"}, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range vols {
+		checkAttached(ctx, t, s, a)
+	}
+
+	deleted := time.Now()
+	if err := s.Client.CoreV1().Pods(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range vols {
+		waitDetached(ctx, t, s, a)
+	}
+	t.Logf("pod deleted -> both volumes detached and out of node status: %s", time.Since(deleted).Round(time.Millisecond))
+	if err := s.WaitPodGone(ctx, ns, "app", detachTimeout); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range vols {
+		calls, err := s.Driver(a.driver).CallsFor(a.handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"} {
+			if !hasCall(calls, m, deleted) {
+				t.Errorf("%s: no successful %s after the pod was deleted; calls:%s", a.handle, m, formatCalls(calls))
+			}
+		}
+		checkDetachOrder(t, s, a.driver, a.handle)
+	}
+}
+
+// Scenario 5: a ReadWriteOnce volume moves to another node: its pod on node A is deleted
+// (default grace period) and a pod on node B with the same claim is created at once. adc does
+// not attach the volume to B while it is attached to A; the driver sees
+// ControllerPublishVolume for B only after ControllerUnpublishVolume from A (and A's unmount
+// before that), and the pod on B reaches Running. (Scenarios 4 and 5 use different nodes of
+// the shared stack and run in parallel.)
+func TestRWOVolumeMovesToAnotherNode(t *testing.T) {
+	t.Parallel()
+	s := shared
+	failWithLogs(t, s)
+	ctx := t.Context()
+	ns := lifecycleNamespace(t, s, "s5-rwo-move")
+	from, to := s.Nodes()[1], s.Nodes()[2]
+	handle := ns + "-vol"
+	pv, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "data", Driver: harness.DefaultDriver, Handle: handle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreatePod(ctx, ns, "on-a", from, "data"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitPodsRunning(ctx, ns, []string{"on-a"}, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	checkAttached(ctx, t, s, attachment{pv: pv.Name, driver: harness.DefaultDriver, handle: handle, node: from})
+
+	moved := time.Now()
+	if err := s.Client.CoreV1().Pods(ns).Delete(ctx, "on-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreatePod(ctx, ns, "on-b", to, "data"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitPodsRunning(ctx, ns, []string{"on-b"}, podTimeout); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pod on %s deleted -> pod on %s Running: %s", from, to, time.Since(moved).Round(time.Millisecond))
+	if n, msgs, err := podEventCount(ctx, s, ns, "on-b", adc.ReasonFailedAttach); err == nil {
+		t.Logf("pod on %s got %d %s Events while the volume was still attached to %s: %v", to, n, adc.ReasonFailedAttach, from, msgs)
+	}
+
+	waitDetached(ctx, t, s, attachment{pv: pv.Name, driver: harness.DefaultDriver, handle: handle, node: from})
+	va, err := s.Client.StorageV1().VolumeAttachments().Get(ctx, harness.VAName(handle, harness.DefaultDriver, to), metav1.GetOptions{})
+	switch {
+	case err != nil:
+		t.Errorf("VolumeAttachment of %s on %s: %v", handle, to, err)
+	case !va.Status.Attached || va.Spec.NodeName != to:
+		t.Errorf("VolumeAttachment %s: node %s attached %v, want %s attached", va.Name, va.Spec.NodeName, va.Status.Attached, to)
+	}
+
+	calls, err := s.Driver(harness.DefaultDriver).CallsFor(handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The driver's node id is the same for every node; what follows the move tells A's
+	// detach from B's attach: the first detach after the move is A's, every publish after
+	// the move is B's (A's were all done before its pod was Running).
+	var detached, published, staged time.Time
+	for _, c := range calls {
+		if c.Start.Before(moved) {
+			continue
+		}
+		switch {
+		case c.Method == "ControllerUnpublishVolume" && c.Code == "OK" && detached.IsZero():
+			detached = c.Time
+		case c.Method == "ControllerPublishVolume":
+			if detached.IsZero() || c.Start.Before(detached) {
+				t.Errorf("%s: ControllerPublishVolume at %s (%s), before ControllerUnpublishVolume from %s returned", handle, c.Start.Format("15:04:05.000000"), c.Code, from)
+			}
+			if c.Code == "OK" && published.IsZero() {
+				published = c.Time
+			}
+		case c.Method == "NodeStageVolume" && c.Node == to && staged.IsZero():
+			staged = c.Start
+			if published.IsZero() || staged.Before(published) {
+				t.Errorf("%s: kubelet of %s staged the volume at %s, before a ControllerPublishVolume for it returned", handle, to, staged.Format("15:04:05.000000"))
+			}
+		}
+	}
+	if detached.IsZero() || published.IsZero() || staged.IsZero() {
+		t.Errorf("%s: after the move want ControllerUnpublishVolume, then ControllerPublishVolume, then NodeStageVolume on %s; calls:%s", handle, to, formatCalls(calls))
+	}
+	checkDetachOrder(t, s, harness.DefaultDriver, handle)
+}
+
+// waitDetached waits until a's VolumeAttachment is gone and its node's status lists the
+// volume neither in volumesAttached nor in volumesInUse.
+func waitDetached(ctx context.Context, t *testing.T, s *harness.Stack, a attachment) {
+	t.Helper()
+	name := harness.VAName(a.handle, a.driver, a.node)
+	unique := harness.UniqueName(a.driver, a.handle)
+	framework.Eventually(ctx, t, "volume "+a.handle+" detached from "+a.node, detachTimeout, func(ctx context.Context) (bool, string) {
+		va, err := s.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+		vaGone := apierrors.IsNotFound(err)
+		node, err := s.Client.CoreV1().Nodes().Get(ctx, a.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		listed := false
+		for _, av := range node.Status.VolumesAttached {
+			listed = listed || string(av.Name) == unique
+		}
+		inUse := hasString(uniqueNames(node.Status.VolumesInUse), unique)
+		state := "gone"
+		if !vaGone {
+			state = fmt.Sprintf("attached=%v deleting=%v finalizers=%v", va.Status.Attached, va.DeletionTimestamp != nil, va.Finalizers)
+		}
+		return vaGone && !listed && !inUse, fmt.Sprintf("VolumeAttachment %s: %s; volumesAttached has it: %v, volumesInUse has it: %v", name, state, listed, inUse)
+	})
+}
+
+// hasCall says whether calls has a successful method call that arrived after since.
+func hasCall(calls []harness.Call, method string, since time.Time) bool {
+	for _, c := range calls {
+		if c.Method == method && c.Code == "OK" && !c.Start.Before(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// podEventCount counts the Events of reason on pod ns/name (with their repeat counts) and
+// returns their messages.
+func podEventCount(ctx context.Context, s *harness.Stack, ns, name, reason string) (int, []string, error) {
+	sel := fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": name, "reason": reason}.AsSelector().String()
+	evs, err := s.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return 0, nil, fmt.Errorf("listing %s Events of pod %s/%s: %w", reason, ns, name, err)
+	}
+	n := 0
+	var msgs []string
+	for _, e := range evs.Items {
+		n += max(1, int(e.Count))
+		msgs = append(msgs, fmt.Sprintf("%q (x%d, from %s)", e.Message, max(1, e.Count), e.Source.Component))
+	}
+	return n, msgs, nil
+}
+
+// adcMetric reads one sample (name with its labels, as exposed) from adc's /metrics.
+func adcMetric(ctx context.Context, s *harness.Stack, sample string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ADCAddr()+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("reading adc's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading adc's metrics: %w", err)
+	}
+	return 0, nil
+}
+
+// lateNodeTimes records, from watches, when the late node's CSINode appeared, when it listed
+// the driver, and when the VolumeAttachment was created and attached.
+type lateNodeTimes struct {
+	mu                                     sync.Mutex
+	csiNode, registered, created, attached time.Time
+}
+
+func (l *lateNodeTimes) times() (csiNode, registered, created, attached time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.csiNode, l.registered, l.created, l.attached
+}
+
+func firstTime(mu *sync.Mutex, at *time.Time) {
+	now := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	if at.IsZero() {
+		*at = now
+	}
+}
+
+// watchLateNode watches node's CSINode and the VolumeAttachment vaName until ctx ends.
+func watchLateNode(ctx context.Context, s *harness.Stack, node, driver, vaName string) (*lateNodeTimes, error) {
+	l := &lateNodeTimes{}
+	factory := informers.NewSharedInformerFactory(s.Client, 0)
+	onCSINode := func(obj any) {
+		cn, ok := obj.(*storagev1.CSINode)
+		if !ok || cn.Name != node {
+			return
+		}
+		firstTime(&l.mu, &l.csiNode)
+		for _, d := range cn.Spec.Drivers {
+			if d.Name == driver {
+				firstTime(&l.mu, &l.registered)
+			}
+		}
+	}
+	onVA := func(obj any) {
+		va, ok := obj.(*storagev1.VolumeAttachment)
+		if !ok || va.Name != vaName {
+			return
+		}
+		firstTime(&l.mu, &l.created)
+		if va.Status.Attached {
+			firstTime(&l.mu, &l.attached)
+		}
+	}
+	for inf, f := range map[cache.SharedIndexInformer]func(any){
+		factory.Storage().V1().CSINodes().Informer():          onCSINode,
+		factory.Storage().V1().VolumeAttachments().Informer(): onVA,
+	} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, obj any) { f(obj) }}); err != nil {
+			return nil, fmt.Errorf("watching node %s: %w", node, err)
+		}
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watch of %v did not sync", typ)
+		}
+	}
+	go func() { <-ctx.Done(); factory.Shutdown() }()
+	return l, nil
+}
