@@ -52,9 +52,6 @@ func (x *vaExpectations) onNode(node string) map[string]*expectedVA { return x.b
 // ofSource returns the expectations of one volume source key (read only, as onNode).
 func (x *vaExpectations) ofSource(key string) map[string]*expectedVA { return x.bySource[key] }
 
-// len is how many creates are expected.
-func (x *vaExpectations) len() int { return len(x.byName) }
-
 func addTo(m map[string]map[string]*expectedVA, key, name string, e *expectedVA) {
 	inner := m[key]
 	if inner == nil {

@@ -33,7 +33,7 @@ import (
 func trimFixture() (pods []v1.Pod, objs migration.Objects, vas []storagev1.VolumeAttachment) {
 	bulk := func(m *metav1.ObjectMeta) {
 		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`)}}
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}

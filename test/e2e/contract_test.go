@@ -157,7 +157,7 @@ func managers(fields []metav1.ManagedFieldsEntry) []string {
 func fieldManagers(fields []metav1.ManagedFieldsEntry, field string) []string {
 	var out []string
 	for _, f := range fields {
-		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), `"`+field+`"`) && !hasString(out, f.Manager) {
+		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"`+field+`"`) && !hasString(out, f.Manager) {
 			out = append(out, f.Manager)
 		}
 	}
