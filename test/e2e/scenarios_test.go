@@ -20,10 +20,7 @@ func TestThirtyPodsOnThreeNodes(t *testing.T) {
 	s := shared
 	failWithLogs(t, s)
 	ctx := t.Context()
-	ns := "s1-thirty-pods"
-	if err := s.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := lifecycleNamespace(t, s, "s1-thirty-pods")
 	nodes := s.Nodes()
 	var want []attachment
 	var names []string
@@ -66,10 +63,7 @@ func TestMigratedGCEPDAttachesThroughCSI(t *testing.T) {
 	s := shared
 	failWithLogs(t, s)
 	ctx := t.Context()
-	ns := "s2-migrated-gce-pd"
-	if err := s.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := lifecycleNamespace(t, s, "s2-migrated-gce-pd")
 	disk := ns + "-disk-1"
 	pv, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "data", GCEPD: disk})
 	if err != nil {
@@ -92,10 +86,7 @@ func TestAttachNotRequiredDriver(t *testing.T) {
 	s := shared
 	failWithLogs(t, s)
 	ctx := t.Context()
-	ns := "s8-no-attach"
-	if err := s.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := lifecycleNamespace(t, s, "s8-no-attach")
 	handle := ns + "-vol"
 	if _, err := s.CreateVolume(ctx, ns, harness.Volume{Name: "data", Driver: NoAttachDriver, Handle: handle}); err != nil {
 		t.Fatal(err)
