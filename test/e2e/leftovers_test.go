@@ -19,45 +19,6 @@ import (
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
-// A stack of its own, used for one pod and stopped, leaves no process, socket, folder or
-// listening port behind, and changes no mount or iptables rule of the host. (TestMain checks
-// the shared stack the same way after the suite.)
-func TestNothingLeftBehind(t *testing.T) {
-	ctx := t.Context()
-	s, err := harness.Start(ctx, harness.Options{Nodes: []string{"left-node"}, ADCBinary: adcBinary})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			if t.Failed() {
-				t.Log(s.Logs(40))
-			}
-			_ = s.Stop()
-		}
-	})
-	if err := s.CreateNamespace(ctx, "left"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateVolume(ctx, "left", harness.Volume{Name: "data", Driver: harness.DefaultDriver, Handle: "left-vol"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreatePod(ctx, "left", "app", "left-node", "data"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WaitPodsRunning(ctx, "left", []string{"app"}, podTimeout); err != nil {
-		t.Fatal(err)
-	}
-	stopped = true
-	if err := s.Stop(); err != nil {
-		t.Errorf("stopping the stack: %v", err)
-	}
-	for _, l := range s.Leftovers() {
-		t.Errorf("left behind: %s", l)
-	}
-}
-
 // The hollow kubelet started on a root dir it creates removes that dir when it stops on
 // SIGTERM, and exits 0. (The harness creates the root dirs itself, so that a kubelet restart
 // keeps them as /var/lib/kubelet stays on a real node; this checks the kubelet's own clean-up.)
