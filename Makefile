@@ -2,6 +2,7 @@
 #
 # make test             unit tests (-race), then integration tests on a real control plane
 # make envtest-assets   build kube-apiserver + etcd from Go modules (cached)
+# make demo [REAL=1]    the mid-rollout demo, simulated (fast) or on real kubelets/attacher/driver
 # make e2e-assets       build csi-attacher, a hollow kubelet and the mock CSI driver (cached)
 # make kcm-adc          build kube-controller-manager v1.36.3 with adc inside (cached)
 # make lint             gofmt, go vet, staticcheck
@@ -26,9 +27,15 @@ all: build
 build:
 	$(GO) build -o bin/adc ./cmd/adc
 
-# The one-command tour: a local control plane seeded mid-rollout, the controller converging.
-demo: envtest-assets build
+# The one-command tour: a local control plane seeded mid-rollout, the controller converging,
+# with simulated kubelets and attachers (seconds). REAL=1 tells the same story on hollow
+# kubelets, csi-attacher and the mock CSI driver with the adc binary (test/e2e/demo).
+demo: envtest-assets build $(if $(REAL),e2e-assets)
+ifeq ($(REAL),)
 	bin/adc demo $(DEMO_FLAGS)
+else
+	$(GO) run ./test/e2e/demo --adc bin/adc $(DEMO_FLAGS)
+endif
 
 test: unit-test integration-test e2e-test
 

@@ -33,7 +33,10 @@ func newDemoCommand() *cobra.Command {
 middle of a CSI migration rollout, runs the controller with a SIMULATED external-attacher, kubelet
 registration and in-tree attacher, shows a progress bar while it converges, then prints the
 decision table and a per-plugin rollout summary. It exits 0 once converged, non-zero if it does
-not converge within --timeout. With --serve it keeps running with the dashboard up.`,
+not converge within --timeout. With --serve it keeps running with the dashboard up.
+
+The same story on real kubelets, csi-attacher and a CSI driver is ` + "`make demo REAL=1`" + ` (test/e2e/demo,
+a separate program so that this binary does not link the end-to-end harness).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := logToFile(logFile); err != nil {

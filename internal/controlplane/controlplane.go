@@ -63,6 +63,22 @@ func Start() (*ControlPlane, func(), error) { return StartWithOptions(Options{})
 // restartStopTimeout bounds a graceful stop of a restartable control plane's processes.
 const restartStopTimeout = 3 * time.Second
 
+// startTimeout is how long each control plane process may take to get healthy.
+const startTimeout = time.Minute
+
+// envtestDirs returns the folders envtest made for the control plane (the kube-apiserver's
+// certificates unless ownCertDir, etcd's data unless ownDataDir), for removal after Stop.
+func envtestDirs(env *envtest.Environment, ownCertDir, ownDataDir string) []string {
+	var dirs []string
+	if api := env.ControlPlane.APIServer; api != nil && ownCertDir == "" && api.CertDir != "" {
+		dirs = append(dirs, api.CertDir)
+	}
+	if etcd := env.ControlPlane.Etcd; etcd != nil && ownDataDir == "" && etcd.DataDir != "" {
+		dirs = append(dirs, etcd.DataDir)
+	}
+	return dirs
+}
+
 // Options change how StartWithOptions starts a control plane; the zero value is Start.
 type Options struct {
 	// Restartable keeps the kube-apiserver's serving certificates, client CA and port in a
@@ -113,6 +129,11 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		// open; after this long it is killed, which is a fair kind of restart too.
 		env.ControlPlaneStopTimeout = restartStopTimeout
 	}
+	// envtest gives each process 20 s to get healthy, then starts the whole control plane
+	// again; on a busy machine that costs more than waiting (and see envDirs below).
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = startTimeout
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		if certDir != "" {
@@ -120,7 +141,15 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		}
 		return nil, nil, fmt.Errorf("starting the control plane from %s: %w", dir, err)
 	}
-	cleanup := []func(){func() { _ = env.Stop() }}
+	// When envtest retried a start, the retry reuses the folders it made for the first try
+	// and no longer counts them as its own, so its Stop leaves them in the temp folder.
+	envDirs := envtestDirs(env, certDir, opts.EtcdDataDir)
+	cleanup := []func(){func() {
+		_ = env.Stop()
+		for _, d := range envDirs {
+			_ = os.RemoveAll(d)
+		}
+	}}
 	if certDir != "" {
 		cleanup = []func(){func() { _ = os.RemoveAll(certDir) }, cleanup[0]}
 	}

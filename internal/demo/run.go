@@ -59,7 +59,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("seeding the demo cluster: %w", err)
 	}
 	fmt.Fprintf(out, "seeded %d nodes (%s reports its CSINode late) and %d pods in namespace %s\n", len(nodes), lateNode, len(workloads), Namespace)
-	fmt.Fprintf(out, "simulators: SIMULATED external-attacher (all CSI drivers), SIMULATED kubelet registration, SIMULATED in-tree attacher\n")
+	fmt.Fprintf(out, "simulators: SIMULATED external-attacher (all CSI drivers), SIMULATED kubelets (they register nodes and CSINodes;\n"+
+		"  nothing mounts, no pod runs), SIMULATED in-tree attacher; no CSI driver runs. The same story on real kubelets,\n"+
+		"  csi-attacher and a CSI driver: make demo REAL=1\n")
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -58,10 +58,8 @@ type workload struct {
 	want, wantAlt expectation
 }
 
-type expectation struct {
-	mechanism migration.Mechanism
-	phase     adc.Phase
-}
+// expectation is Expectation (story.go), short for the table below.
+type expectation = Expectation
 
 var (
 	rwo = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}

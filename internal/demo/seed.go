@@ -17,9 +17,6 @@ import (
 // seed creates the nodes (all but the late CSINode), CSIDrivers, volumes, claims and pods.
 func seed(ctx context.Context, c kubernetes.Interface) error {
 	kubelet := simulator.Kubelet{Client: c}
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
-	}
 	for _, n := range nodes {
 		if _, err := kubelet.RegisterNode(ctx, n.name, true); err != nil {
 			return err
@@ -35,6 +32,21 @@ func seed(ctx context.Context, c kubernetes.Interface) error {
 			Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating CSIDriver %s: %w", d, err)
 		}
+	}
+	return SeedWorkloads(ctx, c)
+}
+
+// SeedWorkloads creates the story's namespace, volumes, claims (bound, as the PV controller
+// the local control plane lacks would bind them) and pods, but no node, CSINode or CSIDriver:
+// the demo on real parts has real kubelets and driver installations write those.
+func SeedWorkloads(ctx context.Context, c kubernetes.Interface) error {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	// The configMap volume's data, so a real kubelet can mount it.
+	settings := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: Namespace}, Data: map[string]string{"mode": "rollout"}}
+	if _, err := c.CoreV1().ConfigMaps(Namespace).Create(ctx, settings, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating configMap %s/settings: %w", Namespace, err)
 	}
 	claims := map[string]bool{}
 	for _, w := range workloads {
@@ -56,9 +68,13 @@ func seed(ctx context.Context, c kubernetes.Interface) error {
 		pod := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: w.pod, Namespace: Namespace},
 			Spec: v1.PodSpec{
-				NodeName:   w.node,
-				Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-				Volumes:    []v1.Volume{vol},
+				NodeName: w.node,
+				// Nothing a kubelet would need a service account token or services for.
+				AutomountServiceAccountToken: ptr.To(false),
+				EnableServiceLinks:           ptr.To(false),
+				Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", ImagePullPolicy: v1.PullIfNotPresent,
+					VolumeMounts: []v1.VolumeMount{{Name: vol.Name, MountPath: "/data"}}}},
+				Volumes: []v1.Volume{vol},
 			},
 		}
 		if _, err := c.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
