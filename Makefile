@@ -96,10 +96,11 @@ clean:
 # its own process (bin/adc, or kube-controller-manager 1.36.3 with only its attach/detach
 # controller), measured the same way: watches for latencies, /proc for RSS and CPU, the API
 # server's audit log for requests. BENCH_NODES/BENCH_PODS change the size; seeded clusters
-# are kept in BENCH_SEED_CACHE (empty: seed into a temporary folder every time).
+# are kept in BENCH_SEED_CACHE (empty: seed into a temporary folder every time), the
+# controllers' logs in bin/bench-logs.
 BENCH_SEED_CACHE ?= $(CURDIR)/bin/bench-seed
 KCM_BIN := $(ENVTEST_DIR)/kube-controller-manager
-BENCH_FLAGS = -seed-cache "$(BENCH_SEED_CACHE)" -adc bin/adc -kcm $(KCM_BIN) $(if $(ADC_FLAGS),-adc-flags "$(ADC_FLAGS)")
+BENCH_FLAGS = -seed-cache "$(BENCH_SEED_CACHE)" -log-dir $(CURDIR)/bin/bench-logs -adc bin/adc -kcm $(KCM_BIN) $(if $(ADC_FLAGS),-adc-flags "$(ADC_FLAGS)")
 .PHONY: bench-e2e bench-e2e-upstream bench-compare bench-scale
 bench-e2e: envtest-assets build
 	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 20 -burst 30

@@ -57,6 +57,12 @@ var measures = []measure{
 	{"CPU seconds per 1000 attaches", processOnly(func(r *scenario.Result) float64 { return r.CPUPer1000Attaches() }), func(v float64) string { return fmt.Sprintf("%.2f s", v) }, true},
 	{"API requests per attach", seconds(func(r *scenario.Result) float64 { return r.PerVolume(r.Attach.Total()) }), fmtFloat, true},
 	{"writes per attach", seconds(func(r *scenario.Result) float64 { return r.WritesPerAttach() }), fmtFloat, true},
+	{"API server p50 per VA create", seconds(func(r *scenario.Result) float64 {
+		return r.Attach.Latency["create volumeattachments"].P50.Seconds()
+	}), fmtSeconds, false},
+	{"API server p99 per VA create", seconds(func(r *scenario.Result) float64 {
+		return r.Attach.Latency["create volumeattachments"].P99.Seconds()
+	}), fmtSeconds, false},
 	{"all pods deleted -> all VAs gone", seconds(func(r *scenario.Result) float64 { return r.AllDetached.Seconds() }), fmtSeconds, true},
 	{"API requests per detach", seconds(func(r *scenario.Result) float64 { return r.PerVolume(r.Detach.Total()) }), fmtFloat, false},
 	{"CPU seconds per 1000 detaches", processOnly(func(r *scenario.Result) float64 { return r.CPUDetach.Seconds() * 1000 / float64(r.Volumes) }), func(v float64) string { return fmt.Sprintf("%.2f s", v) }, false},

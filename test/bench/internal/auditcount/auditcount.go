@@ -60,6 +60,9 @@ type Request struct {
 	Received time.Time
 	// Code is the HTTP status code of the response.
 	Code int
+	// Latency is how long the API server took, from receiving the request to completing
+	// the response (for a watch: how long it was open).
+	Latency time.Duration
 }
 
 // event is the part of an audit.k8s.io/v1 Event that counting needs.
@@ -73,6 +76,7 @@ type event struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
 // Read parses the audit log at path, and any rotated parts beside it.
@@ -108,7 +112,7 @@ func readFile(path string) ([]Request, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("audit log %s line %d: %w", path, line, err)
 		}
-		r := Request{Verb: e.Verb, Received: e.RequestReceivedTimestamp}
+		r := Request{Verb: e.Verb, Received: e.RequestReceivedTimestamp, Latency: e.StageTimestamp.Sub(e.RequestReceivedTimestamp)}
 		if e.ObjectRef != nil && e.ObjectRef.Resource != "" {
 			r.Resource = e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
@@ -138,7 +142,13 @@ type Counts struct {
 	Errors map[int]int64
 	// ErrorsByRequest counts them by "code verb resource", e.g. "504 create volumeattachments".
 	ErrorsByRequest map[string]int64
+	// Latency is the API server's p50 and p99 time to answer, by "verb resource", for
+	// requests other than watches: how long the controller waited on the server.
+	Latency map[string]Percentiles
 }
+
+// Percentiles are the p50 and p99 of a set of durations.
+type Percentiles struct{ P50, P99 time.Duration }
 
 // Writes is the number of create, update, patch, delete and deletecollection requests.
 func (c Counts) Writes() int64 {
@@ -160,7 +170,9 @@ func (c Counts) Total() int64 {
 
 // Tally counts the requests received in [from, to).
 func Tally(reqs []Request, from, to time.Time) Counts {
-	c := Counts{ByVerb: map[string]int64{}, ByResource: map[string]int64{}, Errors: map[int]int64{}, ErrorsByRequest: map[string]int64{}}
+	c := Counts{ByVerb: map[string]int64{}, ByResource: map[string]int64{}, Errors: map[int]int64{},
+		ErrorsByRequest: map[string]int64{}, Latency: map[string]Percentiles{}}
+	latencies := map[string][]time.Duration{}
 	for _, r := range reqs {
 		if r.Received.Before(from) || !r.Received.Before(to) {
 			continue
@@ -175,6 +187,19 @@ func Tally(reqs []Request, from, to time.Time) Counts {
 		}
 		c.ByVerb[r.Verb]++
 		c.ByResource[r.Verb+" "+r.Resource]++
+		if r.Verb != "watch" {
+			latencies[r.Verb+" "+r.Resource] = append(latencies[r.Verb+" "+r.Resource], r.Latency)
+		}
+	}
+	for k, d := range latencies {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		c.Latency[k] = Percentiles{P50: rank(d, 50), P99: rank(d, 99)}
 	}
 	return c
+}
+
+// rank is the nearest-rank p-th percentile of sorted d.
+func rank(d []time.Duration, p int) time.Duration {
+	i := (p*len(d)+99)/100 - 1
+	return d[max(0, min(i, len(d)-1))]
 }

@@ -42,6 +42,14 @@ func TestReadAndTally(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Tally(reqs, at(tc.from), at(tc.to))
+			if tc.name == "everything" {
+				if got := c.Latency["patch nodes/status"]; got.P50 != 1900*time.Microsecond || got.P99 != got.P50 {
+					t.Errorf("patch latency = %+v, want 1.9ms", got)
+				}
+				if _, ok := c.Latency["watch pods"]; ok {
+					t.Error("a watch's latency counted")
+				}
+			}
 			if c.Total() != tc.total || c.Writes() != tc.writes || c.NonResource != tc.nonRes ||
 				c.ByVerb[tc.verb] != tc.wantVerb || c.ByResource[tc.resource] != tc.wantResource || c.Errors[409] != tc.conflicts ||
 				c.ErrorsByRequest["409 create volumeattachments"] != tc.conflicts {

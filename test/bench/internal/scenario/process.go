@@ -152,11 +152,13 @@ func cpuProfile(ctx context.Context, addr string, seconds int, path string) erro
 	return out.Close()
 }
 
-// klogError matches klog's error lines: "E1123 10:00:00.000000 ...".
-var klogError = regexp.MustCompile(`^E\d{4} `)
+// klogError matches klog's error lines: "E1123 10:00:00.000000 ...", month, day and local time.
+var klogError = regexp.MustCompile(`^E(\d{4} \d{2}:\d{2}:\d{2}\.\d{6}) `)
 
-// countLogErrors counts klog error lines in the log at path.
-func countLogErrors(path string) int {
+// countLogErrors counts klog error lines in the log at path logged before until, so that
+// what a controller logs while it is being stopped (requests cancelled mid-flight) does not
+// count.
+func countLogErrors(path string, until time.Time) int {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
@@ -166,7 +168,12 @@ func countLogErrors(path string) int {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<16), 4<<20)
 	for sc.Scan() {
-		if klogError.Match(sc.Bytes()) {
+		m := klogError.FindSubmatch(sc.Bytes())
+		if m == nil {
+			continue
+		}
+		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", until.Year(), m[1]), time.Local)
+		if err != nil || at.Before(until) {
 			n++
 		}
 	}

@@ -23,6 +23,7 @@ func Report(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(w, "  requests per attach by verb:%s (+%d non-resource)\n", PerVolume(r.Attach, r.Volumes), r.Attach.NonResource)
 	fmt.Fprintf(w, "  requests per attach by resource:%s\n", PerVolumeByResource(r.Attach, r.Volumes))
+	fmt.Fprintf(w, "  API server time per request in the attach phase, p50/p99:%s\n", Latencies(r.Attach))
 	fmt.Fprintf(w, "  writes per attach: %.3f\n", r.WritesPerAttach())
 	fmt.Fprintf(w, "  steady state (after convergence, before the deletes): %d requests%s\n", r.Steady.Total(), Verbs(r.Steady))
 	fmt.Fprintf(w, "  every pod deleted -> every VolumeAttachment gone: %s\n", Dur(r.AllDetached))
@@ -61,6 +62,20 @@ func PerVolumeByResource(c auditcount.Counts, volumes int) string {
 	var b strings.Builder
 	for _, v := range sortedKeys(c.ByResource) {
 		fmt.Fprintf(&b, " %s=%.3f", strings.ReplaceAll(v, " ", ":"), float64(c.ByResource[v])/float64(volumes))
+	}
+	return b.String()
+}
+
+// Latencies formats the API server's p50/p99 per "verb resource" with at least 1% of the
+// requests, e.g. " create:volumeattachments=12ms/310ms".
+func Latencies(c auditcount.Counts) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(c.ByResource) {
+		l, ok := c.Latency[k]
+		if !ok || c.ByResource[k]*100 < c.Total() {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=%s/%s", strings.ReplaceAll(k, " ", ":"), l.P50.Round(time.Millisecond/10), l.P99.Round(time.Millisecond/10))
 	}
 	return b.String()
 }

@@ -45,7 +45,7 @@ type Result struct {
 	// Attach, Steady and Detach are the controller's API requests in each phase.
 	Attach, Steady, Detach auditcount.Counts
 	// Errors counts the controller's API responses of 400 or more over the whole run, by
-	// code; LogErrors the error lines (klog "E...") in its log.
+	// code; LogErrors the error lines (klog "E...") in its log until it was asked to stop.
 	Errors map[int]int64
 	// ErrorsByRequest counts them by "code verb resource".
 	ErrorsByRequest map[string]int64

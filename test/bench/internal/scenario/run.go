@@ -89,6 +89,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	logDir := c.LogDir
 	if logDir == "" {
 		logDir = runDir
+	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the log folder %s: %w", logDir, err)
 	}
 	res.Log = filepath.Join(logDir, sanitize(fmt.Sprintf("%s-%s-%s.log", c.Controller, c.Name(), time.Now().Format("150405"))))
 	var proc *process
@@ -168,8 +170,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	// Stop the controller so that the API server audits its watches as complete, then count.
 	cancel()
 	if proc != nil {
+		stopping := time.Now()
 		proc.stop()
-		res.LogErrors = countLogErrors(res.Log)
+		res.LogErrors = countLogErrors(res.Log, stopping)
 	}
 	waitStable(auditLog, 10*time.Second)
 	reqs, err := auditcount.Read(auditLog)

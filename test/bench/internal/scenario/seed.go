@@ -123,9 +123,17 @@ func seed(ctx context.Context, client kubernetes.Interface, c Config) error {
 		return err
 	}
 	p = newPool(ctx, c.SeedWorkers)
+	start := time.Now()
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
 	for n := 0; n < c.Nodes; n++ {
 		node := nodeName(n)
 		for i := 0; i < c.PodsPerNode; i++ {
+			select {
+			case <-tick.C:
+				fmt.Fprintf(c.Progress, "  %6.1fs: %d/%d pods seeded\n", time.Since(start).Seconds(), n*c.PodsPerNode, c.Volumes())
+			default:
+			}
 			name := podName(node, i)
 			p.do(func() error { return seedPod(ctx, client, node, name) })
 		}

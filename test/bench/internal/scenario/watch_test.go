@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -36,5 +38,20 @@ func TestPercentile(t *testing.T) {
 func TestUniqueNameOfPV(t *testing.T) {
 	if got, want := uniqueNameOfPV("pv-"+podName(nodeName(3), 7)), "kubernetes.io/csi/bench.csi.example.com^vol-node-0003-pod-07"; got != want {
 		t.Errorf("uniqueNameOfPV = %q, want %q", got, want)
+	}
+}
+
+func TestCountLogErrors(t *testing.T) {
+	stop := time.Date(2026, 11, 23, 13, 56, 0, 0, time.Local)
+	log := "E1123 13:44:23.099194   26351 options.go:205] The manifest file is empty, ignoring.\n" +
+		"I1123 13:50:00.000000   26351 x.go:1] fine\n" +
+		"E1123 13:55:59.999999   26351 x.go:2] before the stop\n" +
+		"E1123 13:56:00.526982    4966 controller.go:256] cancelled while stopping\n"
+	path := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := countLogErrors(path, stop); got != 2 {
+		t.Errorf("countLogErrors = %d, want 2 (error lines before the stop)", got)
 	}
 }
