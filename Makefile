@@ -1,6 +1,6 @@
 # adc: migration-aware attach/detach controller.
 #
-# make test             unit tests (-race), then integration tests on a real control plane
+# make test             unit tests (-race), then the integration and end-to-end suites side by side
 # make envtest-assets   build kube-apiserver + etcd from Go modules (cached)
 # make demo [REAL=1]    the mid-rollout demo, simulated (fast) or on real kubelets/attacher/driver
 # make e2e-assets       build csi-attacher, a hollow kubelet and the mock CSI driver (cached)
@@ -20,7 +20,7 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo test unit-test integration-test envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
+.PHONY: all build demo test test-assets unit-test integration-test envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
 
 all: build
 
@@ -37,7 +37,12 @@ else
 	$(GO) run ./test/e2e/demo --adc bin/adc $(DEMO_FLAGS)
 endif
 
-test: unit-test integration-test e2e-test
+# The integration suites and the end-to-end suite wait on their control planes far more than
+# they compute, so once every binary is built they run side by side (output kept per suite).
+test: unit-test test-assets
+	$(MAKE) --no-print-directory -j2 --output-sync=target integration-test e2e-test
+
+test-assets: envtest-assets kcm-adc e2e-assets
 
 unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
