@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -36,8 +37,11 @@ func controllerCommand(c Config, kubeconfig, httpAddr string) (string, []string,
 		if c.KCMPath == "" {
 			return "", nil, errors.New("no kube-controller-manager binary: run `make kcm-assets` and pass its path")
 		}
+		// Its FlexVolume prober creates --flex-volume-plugin-dir (default under /usr/libexec):
+		// keep it next to the kubeconfig, in the run's own folder, not on the host.
 		return c.KCMPath, []string{"--kubeconfig", kubeconfig,
 			"--controllers", "persistentvolume-attach-detach-controller", "--leader-elect=false", "--secure-port=0",
+			"--flex-volume-plugin-dir", filepath.Join(filepath.Dir(kubeconfig), "flexvolume"),
 			"--kube-api-qps", qps, "--kube-api-burst", burst, "-v", "0"}, nil
 	case ADC:
 		if c.ADCPath == "" {
