@@ -59,9 +59,15 @@ type ExternalAttacher struct {
 func (a *ExternalAttacher) Detached() int64 { return a.detached.Load() }
 
 // FinalizerFor returns the finalizer the real external-attacher of driver puts on its
-// VolumeAttachments.
+// VolumeAttachments: external-attacher/ and the driver name with every character other than
+// a letter, a digit or "-" replaced by "-" (external-attacher/pd-csi-storage-gke-io).
 func FinalizerFor(driver string) string {
-	return "external-attacher/" + strings.ReplaceAll(driver, "/", "-")
+	return "external-attacher/" + strings.Map(func(r rune) rune {
+		if r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '-'
+	}, driver)
 }
 
 // Attached returns how many attaches the simulator has confirmed.

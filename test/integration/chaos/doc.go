@@ -2,7 +2,11 @@
 // kube-apiserver restart with etcd compacted while it is down, NotReady and out-of-service
 // nodes, a deleted node, failing attaches and detaches, leader kills) while simulated
 // kubelets, a simulated external-attacher and pod churn keep volumes moving, and checks the
-// safety rules of the README against what etcd recorded, in revision order.
+// safety rules of the README against what etcd recorded, in revision order. The kubelets and
+// the attacher are simulated because the chaos schedule decides which attaches and detaches
+// fail, which nodes stop reporting and which pods churn, and because many nodes must fit on a
+// 2-core machine; test/e2e runs the same kinds of faults (adc killed, API server restarted,
+// kubelet restarted or stopped) on the real parts.
 //
 // The checker (Checker) is the point: it reads etcd directly, so it sees every state the
 // cluster went through, not the few a client happens to observe. Its invariants:

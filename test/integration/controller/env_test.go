@@ -1,5 +1,9 @@
 // Package controller tests the attach/detach controller end to end on a real control plane,
-// with a simulated external-attacher and simulated kubelets.
+// with a simulated external-attacher and simulated kubelets. They are simulated here because
+// these tests choose what the real parts do not let a test choose: which attach or detach
+// fails or how long it takes, what a kubelet reports in volumesInUse and when it stops, which
+// plugins a CSINode lists as migrated, and when a node's CSINode appears. The same contracts
+// with the real kubelet, external-attacher and CSI driver are shown in test/e2e.
 package controller
 
 import (
