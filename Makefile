@@ -48,7 +48,7 @@ unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 integration-test: envtest-assets kcm-adc
-	$(GO) test -count=1 -p 1 -timeout 30m -v ./test/integration/...
+	$(GO) test -count=1 -p 2 -timeout 30m -v ./test/integration/...
 
 # The chaos test of make test (about 1.5 minutes) for longer: churn, leader SIGKILLs, API server
 # restarts with etcd compaction, a lagging Node watch, node failures, attacher failures;
