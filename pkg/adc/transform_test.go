@@ -199,48 +199,30 @@ func trimFixture() (pods []v1.Pod, objs migration.Objects, vas []storagev1.Volum
 // trimmed returns deep copies of the fixture passed through the informer transform.
 func trimmed(t *testing.T, pods []v1.Pod, objs migration.Objects, vas []storagev1.VolumeAttachment) ([]v1.Pod, migration.Objects, []storagev1.VolumeAttachment) {
 	t.Helper()
-	trim := func(obj runtime.Object) {
-		if _, err := adc.TrimInformerObjects(obj); err != nil {
+	return trimAll(t, pods), migration.Objects{
+		Nodes:      trimAll(t, objs.Nodes),
+		PVs:        trimAll(t, objs.PVs),
+		PVCs:       trimAll(t, objs.PVCs),
+		CSINodes:   trimAll(t, objs.CSINodes),
+		CSIDrivers: trimAll(t, objs.CSIDrivers),
+	}, trimAll(t, vas)
+}
+
+// trimAll returns trimmed deep copies of objs, which stay as they are.
+func trimAll[T any, PT interface {
+	*T
+	runtime.Object
+}](t *testing.T, objs []T) []T {
+	t.Helper()
+	out := make([]T, len(objs))
+	for i := range objs {
+		cp := PT(&objs[i]).DeepCopyObject().(PT)
+		if _, err := adc.TrimInformerObjects(cp); err != nil {
 			t.Fatalf("TrimInformerObjects: %v", err)
 		}
+		out[i] = *cp
 	}
-	var out migration.Objects
-	outPods := make([]v1.Pod, len(pods))
-	for i := range pods {
-		outPods[i] = *pods[i].DeepCopy()
-		trim(&outPods[i])
-	}
-	out.Nodes = make([]v1.Node, len(objs.Nodes))
-	for i := range objs.Nodes {
-		out.Nodes[i] = *objs.Nodes[i].DeepCopy()
-		trim(&out.Nodes[i])
-	}
-	out.PVs = make([]v1.PersistentVolume, len(objs.PVs))
-	for i := range objs.PVs {
-		out.PVs[i] = *objs.PVs[i].DeepCopy()
-		trim(&out.PVs[i])
-	}
-	out.PVCs = make([]v1.PersistentVolumeClaim, len(objs.PVCs))
-	for i := range objs.PVCs {
-		out.PVCs[i] = *objs.PVCs[i].DeepCopy()
-		trim(&out.PVCs[i])
-	}
-	out.CSINodes = make([]storagev1.CSINode, len(objs.CSINodes))
-	for i := range objs.CSINodes {
-		out.CSINodes[i] = *objs.CSINodes[i].DeepCopy()
-		trim(&out.CSINodes[i])
-	}
-	out.CSIDrivers = make([]storagev1.CSIDriver, len(objs.CSIDrivers))
-	for i := range objs.CSIDrivers {
-		out.CSIDrivers[i] = *objs.CSIDrivers[i].DeepCopy()
-		trim(&out.CSIDrivers[i])
-	}
-	outVAs := make([]storagev1.VolumeAttachment, len(vas))
-	for i := range vas {
-		outVAs[i] = *vas[i].DeepCopy()
-		trim(&outVAs[i])
-	}
-	return outPods, out, outVAs
+	return out
 }
 
 func TestTrimInformerObjectsDropsWhatADCNeverReads(t *testing.T) {
