@@ -20,7 +20,7 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo test test-assets unit-test integration-test envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
+.PHONY: all build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
 
 all: build
 
@@ -37,18 +37,28 @@ else
 	$(GO) run ./test/e2e/demo --adc bin/adc $(DEMO_FLAGS)
 endif
 
-# The integration suites and the end-to-end suite wait on their control planes far more than
-# they compute, so once every binary is built they run side by side (output kept per suite).
+# Once every binary is built: the chaos test alone, then the other integration suites and the
+# end-to-end suite side by side (they wait on their control planes far more than they compute;
+# output kept per suite).
 test: unit-test test-assets
-	$(MAKE) --no-print-directory -j2 --output-sync=target integration-test e2e-test
+	$(MAKE) --no-print-directory chaos-test
+	$(MAKE) --no-print-directory -j2 --output-sync=target integration-rest e2e-test
 
 test-assets: envtest-assets kcm-adc e2e-assets
 
 unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 
-integration-test: envtest-assets kcm-adc
-	$(GO) test -count=1 -p 2 -timeout 30m -v ./test/integration/...
+# The chaos test on its own (its fault timings want the CPU), then the other integration
+# packages two at a time (each waits on its own control plane far more than it computes).
+INTEGRATION_PKGS = $$($(GO) list ./test/integration/... | grep -v /test/integration/chaos)
+integration-test: chaos-test integration-rest
+
+chaos-test: envtest-assets
+	$(GO) test -count=1 -timeout 30m -v ./test/integration/chaos/
+
+integration-rest: envtest-assets kcm-adc
+	$(GO) test -count=1 -p 2 -timeout 30m -v $(INTEGRATION_PKGS)
 
 # The chaos test of make test (about 1.5 minutes) for longer: churn, leader SIGKILLs, API server
 # restarts with etcd compaction, a lagging Node watch, node failures, attacher failures;
