@@ -62,25 +62,10 @@ func TestLateKubeletHoldsThenAttaches(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const node = "e2e-late-node"
-	s, err := harness.Start(ctx, harness.Options{
+	s := ownStack(t, harness.Options{
 		Nodes:            []string{node},
 		DeferredKubelets: []string{node},
 		Drivers:          []harness.DriverOptions{{Name: harness.GCEPDDriver}},
-		ADCBinary:        adcBinary,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(s.Logs(40))
-		}
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping the stack: %v", err)
-		}
-		for _, l := range s.Leftovers() {
-			t.Errorf("left behind: %s", l)
-		}
 	})
 
 	// The Node as its earlier registration left it: managed by the attach/detach controller.

@@ -114,26 +114,23 @@ func (tl *Timeline) PodCreated(ns, name string, at time.Time) {
 // PodStartup returns, for every recorded pod that reached Running, the time from its
 // creation to Running.
 func (tl *Timeline) PodStartup() []time.Duration {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	var out []time.Duration
-	for k, c := range tl.created {
-		if r, ok := tl.running[k]; ok {
-			out = append(out, r.Sub(c))
-		}
-	}
-	return out
+	return tl.between(tl.created, tl.running)
 }
 
 // AttachedToListed returns, for every VolumeAttachment seen attached and then listed in its
 // node's status.volumesAttached, the time between the two.
 func (tl *Timeline) AttachedToListed() []time.Duration {
+	return tl.between(tl.vaAttached, tl.listed)
+}
+
+// between returns, for every key in both from and to, the time from one to the other.
+func (tl *Timeline) between(from, to map[string]time.Time) []time.Duration {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	var out []time.Duration
-	for va, a := range tl.vaAttached {
-		if l, ok := tl.listed[va]; ok {
-			out = append(out, l.Sub(a))
+	for k, a := range from {
+		if b, ok := to[k]; ok {
+			out = append(out, b.Sub(a))
 		}
 	}
 	return out
