@@ -161,11 +161,18 @@ func checkNoGoroutines(t *testing.T, match string) {
 	}
 }
 
-// watchConn is a client's watch through the proxy; a goroutine hands on what it reads.
+// watchConn is a client's watch through the proxy; a goroutine hands on what it reads, in
+// order, on one channel: with separate data and error channels a select could see the end
+// of the stream before the last data.
 type watchConn struct {
-	chunks chan string
-	err    chan error
+	reads  chan watchRead
 	cancel context.CancelFunc
+}
+
+// watchRead is one read of the watch: data, or the error that ended it.
+type watchRead struct {
+	data string
+	err  error
 }
 
 // openWatch GETs url and fails unless the answer is 200.
@@ -181,17 +188,17 @@ func openWatch(t *testing.T, url string) *watchConn {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", url, resp.Status)
 	}
-	wc := &watchConn{chunks: make(chan string, 100), err: make(chan error, 1), cancel: cancel}
+	wc := &watchConn{reads: make(chan watchRead, 100), cancel: cancel}
 	go func() {
 		defer resp.Body.Close()
 		buf := make([]byte, 4096)
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
-				wc.chunks <- string(buf[:n])
+				wc.reads <- watchRead{data: string(buf[:n])}
 			}
 			if err != nil {
-				wc.err <- err
+				wc.reads <- watchRead{err: err}
 				return
 			}
 		}
@@ -209,10 +216,11 @@ func (wc *watchConn) expect(t *testing.T, want string) {
 			t.Fatalf("watch delivered %q, want %q", got, want)
 		}
 		select {
-		case c := <-wc.chunks:
-			got += c
-		case err := <-wc.err:
-			t.Fatalf("watch ended (%v) after %q, want %q", err, got, want)
+		case r := <-wc.reads:
+			if r.err != nil {
+				t.Fatalf("watch ended (%v) after %q, want %q", r.err, got, want)
+			}
+			got += r.data
 		case <-timeout:
 			t.Fatalf("watch delivered %q within 5s, want %q", got, want)
 		}
@@ -223,10 +231,11 @@ func (wc *watchConn) expect(t *testing.T, want string) {
 func (wc *watchConn) expectNothing(t *testing.T, d time.Duration) {
 	t.Helper()
 	select {
-	case c := <-wc.chunks:
-		t.Fatalf("watch delivered %q, want nothing for %s", c, d)
-	case err := <-wc.err:
-		t.Fatalf("watch ended (%v), want it open for %s", err, d)
+	case r := <-wc.reads:
+		if r.err != nil {
+			t.Fatalf("watch ended (%v), want it open for %s", r.err, d)
+		}
+		t.Fatalf("watch delivered %q, want nothing for %s", r.data, d)
 	case <-time.After(d):
 	}
 }
@@ -235,10 +244,11 @@ func (wc *watchConn) expectNothing(t *testing.T, d time.Duration) {
 func (wc *watchConn) expectEnd(t *testing.T) error {
 	t.Helper()
 	select {
-	case c := <-wc.chunks:
-		t.Fatalf("watch delivered %q, want it closed", c)
-	case err := <-wc.err:
-		return err
+	case r := <-wc.reads:
+		if r.err == nil {
+			t.Fatalf("watch delivered %q, want it closed", r.data)
+		}
+		return r.err
 	case <-time.After(5 * time.Second):
 		t.Fatal("watch still open after 5s, want it closed")
 	}
