@@ -33,12 +33,14 @@ func (o *inProcessOptions) addFlags(fs *flag.FlagSet) {
 // start returns the function that starts adc in-process with c's client budget.
 func (o *inProcessOptions) start(c scenario.Config) func(context.Context, *rest.Config) error {
 	return func(ctx context.Context, cfg *rest.Config) error {
-		ctrlCfg, statusCfg := volumeattach.PrioritizedConfigs(cfg, float32(c.QPS), c.Burst)
+		// The same budget as `adc controller`, so the status delay and the create gate see it.
+		ctrlCfg, statusCfg, budget := volumeattach.PrioritizedBudget(cfg, float32(c.QPS), c.Burst)
 		ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
 		opts := adc.Options{
 			NodeStatusMaxDelay:        o.statusDelay,
 			AttachBatches:             o.attachBatches,
 			MaxParallelCreatesPerNode: o.parallel,
+			APIBudget:                 budget,
 			NodeStatus:                &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
 		}
 		factory := informers.NewSharedInformerFactory(ctrlClient, 0)
