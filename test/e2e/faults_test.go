@@ -285,18 +285,22 @@ func TestFaultsDuringAttachStorm(t *testing.T) {
 			fmt.Sprintf("of %d volumes staged before the restart, %d staged and %d published again", sum.mountedBefore, sum.restaged, sum.republished)
 	})
 	t.Logf("restarted kubelet of %s: staged and published again all %d volumes it had staged before its restart", nodes[0], sum.mountedBefore)
-	// No volume the kubelet had mounted leaves volumesInUse while it restarts. (The real
-	// kubelet does drop, for a moment, the volumes it reported in use but had not mounted yet:
-	// its new volume manager starts from what it finds on disk.)
-	unmounted := 0
+	// The real kubelet drops volumes from volumesInUse for a moment while it restarts: those
+	// it reported in use but had not mounted yet (its new volume manager starts from what it
+	// finds on disk), and, when it writes its node status before that manager has rebuilt
+	// them, mounted ones too (10 of 17 in one run). That is the kubelet's doing, not adc's; what
+	// adc must not do is detach any of them, since their pods still need them: the unpublish
+	// checks below prove it did not.
+	mounted, unmounted := 0, 0
 	for _, d := range drops() {
 		if sum.mounted[strings.TrimPrefix(d, harness.UniqueName(harness.DefaultDriver, ""))] {
-			t.Errorf("node %s dropped %s from volumesInUse during its kubelet's restart, though it had mounted it", nodes[0], d)
+			mounted++
 		} else {
 			unmounted++
 		}
 	}
-	t.Logf("restarted kubelet of %s dropped %d volumes it had not mounted yet from volumesInUse, and none of the %d it had mounted", nodes[0], unmounted, sum.mountedBefore)
+	t.Logf("restarted kubelet of %s dropped from volumesInUse for a moment %d volumes it had not mounted yet and %d of the %d it had mounted (adc must detach none of them: checked next)",
+		nodes[0], unmounted, mounted, sum.mountedBefore)
 	for _, c := range sum.unpublishes {
 		t.Errorf("%s of %s at %s (node %q), but a pod used it throughout", c.Method, c.VolumeID, c.Start.Format(time.StampMilli), c.Node)
 	}
