@@ -231,13 +231,9 @@ func watchInUseDrops(ctx context.Context, s *harness.Stack, node string) (func()
 	if err != nil {
 		return nil, fmt.Errorf("watching node %s: %w", node, err)
 	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watch of %v did not sync", typ)
-		}
+	if err := harness.StartInformers(ctx, factory); err != nil {
+		return nil, err
 	}
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()

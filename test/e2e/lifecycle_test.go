@@ -430,12 +430,8 @@ func watchLateNode(ctx context.Context, s *harness.Stack, node, driver, vaName s
 			return nil, fmt.Errorf("watching node %s: %w", node, err)
 		}
 	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watch of %v did not sync", typ)
-		}
+	if err := harness.StartInformers(ctx, factory); err != nil {
+		return nil, err
 	}
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 	return l, nil
 }

@@ -75,13 +75,9 @@ func (s *Stack) WatchTimeline(ctx context.Context) (*Timeline, error) {
 			return nil, fmt.Errorf("harness: timeline handler: %w", err)
 		}
 	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("harness: timeline watch of %v did not sync", typ)
-		}
+	if err := StartInformers(ctx, factory); err != nil {
+		return nil, fmt.Errorf("harness: timeline: %w", err)
 	}
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 	return tl, nil
 }
 
