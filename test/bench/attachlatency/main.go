@@ -31,21 +31,31 @@ import (
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
+// config is one benchmark run, from the flags.
+type config struct {
+	nodes, perNode, rounds int
+	adcBinary              string // empty: built from this tree
+	adcArgs                string
+	quiet                  time.Duration
+}
+
 func main() {
-	nodes := flag.Int("nodes", 3, "hollow kubelets")
-	perNode := flag.Int("per-node", 8, "pods (one volume each) landing on every node together, per round")
-	rounds := flag.Int("rounds", 5, "rounds")
-	adcArgs := flag.String("adc-args", "", "extra adc flags, space separated (default flags otherwise)")
-	adcBin := flag.String("adc", "", "the adc binary to run (default: built from this tree)")
-	quiet := flag.Duration("quiet", 2*time.Second, "before each round, wait for the previous round's detaches and then this long (adc's default budget, 30 requests at 20 per second, refills in 1.5s); 0: rounds back to back")
+	var c config
+	flag.IntVar(&c.nodes, "nodes", 3, "hollow kubelets")
+	flag.IntVar(&c.perNode, "per-node", 8, "pods (one volume each) landing on every node together, per round")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds")
+	flag.StringVar(&c.adcArgs, "adc-args", "", "extra adc flags, space separated (default flags otherwise)")
+	flag.StringVar(&c.adcBinary, "adc", "", "the adc binary to run (default: built from this tree)")
+	flag.DurationVar(&c.quiet, "quiet", 2*time.Second, "before each round, wait for the previous round's detaches and then this long (adc's default budget, 30 requests at 20 per second, refills in 1.5s); 0: rounds back to back")
 	flag.Parse()
-	if err := run(*nodes, *perNode, *rounds, *adcBin, *adcArgs, *quiet); err != nil {
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "attachlatency:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes, perNode, rounds int, bin, adcArgs string, quiet time.Duration) error {
+func run(c config) error {
+	bin := c.adcBinary
 	if bin == "" {
 		built, cleanup, err := framework.BuildADC()
 		if err != nil {
@@ -54,6 +64,7 @@ func run(nodes, perNode, rounds int, bin, adcArgs string, quiet time.Duration) e
 		defer cleanup()
 		bin = built
 	}
+	nodes, perNode, rounds, adcArgs, quiet := c.nodes, c.perNode, c.rounds, c.adcArgs, c.quiet
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var names []string
