@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/migration-aware/adc/test/e2e/harness"
+	"github.com/migration-aware/adc/test/testinformers"
 )
 
 // Helpers of the fault scenarios (faults_test.go): a stack of a test's own, the parts of a
@@ -231,7 +232,7 @@ func watchInUseDrops(ctx context.Context, s *harness.Stack, node string) (func()
 	if err != nil {
 		return nil, fmt.Errorf("watching node %s: %w", node, err)
 	}
-	if err := harness.StartInformers(ctx, factory); err != nil {
+	if err := testinformers.Start(ctx, factory); err != nil {
 		return nil, err
 	}
 	return func() []string {

@@ -23,6 +23,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/test/e2e/harness"
 	"github.com/migration-aware/adc/test/integration/framework"
+	"github.com/migration-aware/adc/test/testinformers"
 )
 
 // registeredToAttached is how soon after the late kubelet registers the driver (its CSINode
@@ -430,7 +431,7 @@ func watchLateNode(ctx context.Context, s *harness.Stack, node, driver, vaName s
 			return nil, fmt.Errorf("watching node %s: %w", node, err)
 		}
 	}
-	if err := harness.StartInformers(ctx, factory); err != nil {
+	if err := testinformers.Start(ctx, factory); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/test/testinformers"
 )
 
 // SimulatedKubelets is a SIMULATION of the kubelets of a set of managed nodes, for tests that
@@ -80,13 +82,9 @@ func (k *SimulatedKubelets) Run(ctx context.Context) error {
 	k.nodeLis = factory.Core().V1().Nodes().Lister()
 	k.claims = factory.Core().V1().PersistentVolumeClaims().Lister()
 	k.pvs = factory.Core().V1().PersistentVolumes().Lister()
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("simulated kubelets: cache of %v did not sync", typ)
-		}
+	if err := testinformers.Start(ctx, factory); err != nil {
+		return fmt.Errorf("simulated kubelets: %w", err)
 	}
-	go func() { <-ctx.Done(); factory.Shutdown() }()
 	return nil
 }
 

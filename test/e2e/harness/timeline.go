@@ -13,6 +13,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/test/testinformers"
 )
 
 // Timeline records, from watches, when the stack's objects reached the states a user waits
@@ -75,7 +77,7 @@ func (s *Stack) WatchTimeline(ctx context.Context) (*Timeline, error) {
 			return nil, fmt.Errorf("harness: timeline handler: %w", err)
 		}
 	}
-	if err := StartInformers(ctx, factory); err != nil {
+	if err := testinformers.Start(ctx, factory); err != nil {
 		return nil, fmt.Errorf("harness: timeline: %w", err)
 	}
 	return tl, nil
