@@ -64,16 +64,15 @@ func run(c config) error {
 		defer cleanup()
 		bin = built
 	}
-	nodes, perNode, rounds, adcArgs, quiet := c.nodes, c.perNode, c.rounds, c.adcArgs, c.quiet
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var names []string
-	for i := range nodes {
+	for i := range c.nodes {
 		names = append(names, fmt.Sprintf("node-%d", i))
 	}
 	opts := harness.Options{Nodes: names, ADCBinary: bin, Drivers: []harness.DriverOptions{{Name: harness.DefaultDriver}}}
-	if adcArgs != "" {
-		opts.ADCArgs = strings.Fields(adcArgs)
+	if c.adcArgs != "" {
+		opts.ADCArgs = strings.Fields(c.adcArgs)
 	}
 	s, err := harness.Start(ctx, opts)
 	if err != nil {
@@ -89,18 +88,18 @@ func run(c config) error {
 		return err
 	}
 	between := "back to back: each round's attaches meet the previous round's detaches"
-	if quiet > 0 {
-		between = fmt.Sprintf("each after the previous round's detaches and %s idle", quiet)
+	if c.quiet > 0 {
+		between = fmt.Sprintf("each after the previous round's detaches and %s idle", c.quiet)
 	}
 	fmt.Printf("attach latency on the real stack: %d nodes, %d volumes per node attaching together, %d rounds (%s), adc flags: %q\n",
-		nodes, perNode, rounds, between, adcArgs)
-	for r := range rounds {
-		if r > 0 && quiet > 0 {
+		c.nodes, c.perNode, c.rounds, between, c.adcArgs)
+	for r := range c.rounds {
+		if r > 0 && c.quiet > 0 {
 			if err := waitDetached(ctx, s); err != nil {
 				return err
 			}
 			select {
-			case <-time.After(quiet):
+			case <-time.After(c.quiet):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -111,7 +110,7 @@ func run(c config) error {
 		}
 		var pods []string
 		for n := range names {
-			for i := range perNode {
+			for i := range c.perNode {
 				vol := fmt.Sprintf("vol-%d-%d", n, i)
 				if _, err := s.CreateVolume(ctx, ns, harness.Volume{Name: vol, Driver: harness.DefaultDriver, Handle: ns + "-" + vol}); err != nil {
 					return err
@@ -122,7 +121,7 @@ func run(c config) error {
 		// Create the pods of all nodes together, after their volumes exist.
 		start := time.Now()
 		for n, node := range names {
-			for i := range perNode {
+			for i := range c.perNode {
 				pod := fmt.Sprintf("app-%d-%d", n, i)
 				tl.PodCreated(ns, pod, time.Now())
 				if _, err := s.CreatePod(ctx, ns, pod, node, fmt.Sprintf("vol-%d-%d", n, i)); err != nil {
