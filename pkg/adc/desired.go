@@ -79,7 +79,7 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	cfg := &c.opts.Migration
 	var pairs []*pair
 	for _, obj := range objs {
-		pod, ok := obj.(*v1.Pod)
+		pod, ok := podOf(obj)
 		if !ok || !migration.PodIsActive(pod) {
 			continue
 		}

@@ -12,26 +12,28 @@ import (
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if pod, ok := obj.(*v1.Pod); ok {
-				c.enqueueNode(pod.Spec.NodeName)
+			if p, ok := placementOf(obj); ok {
+				c.enqueueNode(p.node)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := old.(*v1.Pod)
-			n, ok2 := cur.(*v1.Pod)
+			o, ok1 := placementOf(old)
+			n, ok2 := placementOf(cur)
 			if !ok1 || !ok2 {
 				return
 			}
-			if o.Spec.NodeName != n.Spec.NodeName {
-				c.enqueueNode(o.Spec.NodeName)
+			if o.node != n.node {
+				c.enqueueNode(o.node)
 			}
-			if o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase {
-				c.enqueueNode(n.Spec.NodeName)
+			// A deleted pod's volumes stay wanted while a container runs: its node is
+			// decided again when the last one stops.
+			if o != n {
+				c.enqueueNode(n.node)
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if pod, ok := unwrapTombstone(obj).(*v1.Pod); ok {
-				c.enqueueNode(pod.Spec.NodeName)
+			if p, ok := placementOf(unwrapTombstone(obj)); ok {
+				c.enqueueNode(p.node)
 			}
 		},
 	}
@@ -86,8 +88,8 @@ func (c *Controller) enqueueClaimUsers(claimKey string) {
 		return
 	}
 	for _, obj := range pods {
-		if pod, ok := obj.(*v1.Pod); ok {
-			c.enqueueNode(pod.Spec.NodeName)
+		if p, ok := placementOf(obj); ok {
+			c.enqueueNode(p.node)
 		}
 	}
 }

@@ -37,26 +37,35 @@ func addIndexers(pods, vas cache.SharedIndexInformer) error {
 }
 
 func podNodeName(obj interface{}) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	p, ok := placementOf(obj)
+	if !ok || p.node == "" {
 		return nil, nil
 	}
-	return []string{pod.Spec.NodeName}, nil
+	return []string{p.node}, nil
 }
 
 func podClaims(obj interface{}) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return nil, nil
-	}
 	var keys []string
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
-		case vol.Ephemeral != nil:
-			keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
+	switch pod := obj.(type) {
+	case *v1.Pod:
+		for i := range pod.Spec.Volumes {
+			vol := &pod.Spec.Volumes[i]
+			switch {
+			case vol.PersistentVolumeClaim != nil:
+				keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
+			case vol.Ephemeral != nil:
+				keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
+			}
+		}
+	case *cachedPod:
+		for i := range pod.volumes {
+			vol := &pod.volumes[i]
+			switch {
+			case vol.kind == volumeClaim:
+				keys = append(keys, pod.Namespace+"/"+vol.claim)
+			case vol.source != nil && vol.source.Ephemeral != nil:
+				keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.name)
+			}
 		}
 	}
 	return keys, nil

@@ -85,10 +85,11 @@ func newScaleCluster(tb testing.TB, nodes, podsPerNode int) *scaleCluster {
 	}
 	s.c = c
 	add := func(store cache.Indexer, obj interface{}) {
-		if _, err := TrimInformerObjects(obj); err != nil {
+		cached, err := cacheTransform(obj)
+		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := store.Add(obj); err != nil {
+		if err := store.Add(cached); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -20,9 +20,10 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // It keeps everything any decision, reconcile, status write, Event or report reads: object
 // identity and owner references, labels and annotations (but kubectl's last-applied copy),
 // the pod's node, volumes (sources of volume types adc only classifies are emptied, not
-// dropped, so the same pairs exist), phase and container states; the node's spec, conditions,
-// volumesAttached, volumesInUse and kubelet version. Volumes and claims also lose their sizes
-// (capacity, requests), the other storage objects only managedFields.
+// dropped, so the same pairs exist), phase and whether a container runs; the node's spec,
+// conditions, volumesAttached, volumesInUse and kubelet version. Volumes and claims also lose
+// their sizes (capacity, requests), VolumeAttachments their attachment metadata, the other
+// storage objects only managedFields.
 //
 // Use it only on an informer factory adc owns (WithTrimmedObjects): inside
 // kube-controller-manager the factory is the host's and other controllers read its objects
@@ -53,16 +54,50 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		trimMeta(o)
 		o.Spec.Resources = v1.VolumeResourceRequirements{}
 		o.Status.Capacity, o.Status.AllocatedResources = nil, nil
-	case *storagev1.VolumeAttachment, *storagev1.CSINode, *storagev1.CSIDriver:
+	case *storagev1.VolumeAttachment:
+		trimMeta(o)
+		// The driver's publish context (device paths and the like) is the kubelet's to
+		// read; adc lists CSI volumes without a device path, as upstream does.
+		o.Status.AttachmentMetadata = nil
+	case *storagev1.CSINode, *storagev1.CSIDriver:
 		trimMeta(o)
 	}
 	return obj, nil
 }
 
-// WithTrimmedObjects is the informer factory option that installs TrimInformerObjects.
+// WithTrimmedObjects is the informer factory option that installs adc's cache transform:
+// TrimInformerObjects, and pods kept in a compact form only adc reads (cachedPod). Use it
+// only on a factory whose pod informer nothing but adc reads: a client-go pod lister over it
+// would find no *v1.Pod.
 func WithTrimmedObjects() informers.SharedInformerOption {
-	return informers.WithTransform(TrimInformerObjects)
+	return informers.WithTransform(cacheTransform)
 }
+
+// cacheTransform is TrimInformerObjects followed, for pods, by compactPod. It is idempotent:
+// a cachedPod passes through.
+func cacheTransform(obj interface{}) (interface{}, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		out, err := cacheTransform(d.Obj)
+		if err != nil {
+			return nil, err
+		}
+		d.Obj = out
+		return d, nil
+	}
+	if _, ok := obj.(*cachedPod); ok {
+		return obj, nil
+	}
+	out, err := TrimInformerObjects(obj)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := out.(*v1.Pod); ok {
+		return compactPod(p), nil
+	}
+	return out, nil
+}
+
+var _ cache.TransformFunc = cacheTransform
 
 var _ cache.TransformFunc = TrimInformerObjects
 
@@ -80,20 +115,22 @@ func trimMeta(obj interface{}) {
 	}
 }
 
-// trimPod keeps the pod's node, volumes, phase and container states: what decides whether
-// its volumes are wanted and where.
+// trimPod keeps the pod's node, volumes, phase and whether a container still runs: what
+// decides whether its volumes are wanted and where. Container statuses become one running
+// status or none (migration.PodIsActive asks only whether any container runs), which is also
+// all a cachedPod keeps.
 func trimPod(p *v1.Pod) {
 	vols := p.Spec.Volumes
 	for i := range vols {
 		trimVolumeSource(&vols[i].VolumeSource)
 	}
 	p.Spec = v1.PodSpec{NodeName: p.Spec.NodeName, Volumes: vols}
-	p.Status = v1.PodStatus{
-		Phase:                      p.Status.Phase,
-		InitContainerStatuses:      trimContainerStatuses(p.Status.InitContainerStatuses),
-		ContainerStatuses:          trimContainerStatuses(p.Status.ContainerStatuses),
-		EphemeralContainerStatuses: trimContainerStatuses(p.Status.EphemeralContainerStatuses),
+	status := v1.PodStatus{Phase: p.Status.Phase}
+	if !notRunning(p.Status.InitContainerStatuses) || !notRunning(p.Status.ContainerStatuses) ||
+		!notRunning(p.Status.EphemeralContainerStatuses) {
+		status.ContainerStatuses = []v1.ContainerStatus{{State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
 	}
+	p.Status = status
 }
 
 // trimVolumeSource empties the sources of volume types adc only classifies (never attaches
@@ -109,25 +146,6 @@ func trimVolumeSource(s *v1.VolumeSource) {
 	case s.DownwardAPI != nil:
 		s.DownwardAPI = &v1.DownwardAPIVolumeSource{}
 	}
-}
-
-// trimContainerStatuses keeps whether each container is running (a deleted pod's volumes stay
-// wanted until none is).
-func trimContainerStatuses(in []v1.ContainerStatus) []v1.ContainerStatus {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]v1.ContainerStatus, len(in))
-	for i := range in {
-		out[i] = v1.ContainerStatus{Name: in[i].Name, State: in[i].State}
-		if t := out[i].State.Terminated; t != nil {
-			out[i].State.Terminated = &v1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
-		}
-		if w := out[i].State.Waiting; w != nil {
-			out[i].State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason}
-		}
-	}
-	return out
 }
 
 // trimNode keeps the node's spec (taints), conditions (Ready and its age), attached and

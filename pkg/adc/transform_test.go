@@ -191,7 +191,7 @@ func trimFixture() (pods []v1.Pod, objs migration.Objects, vas []storagev1.Volum
 	va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: migration.VolumeAttachmentName("h-old", "csi.example.com", "n1")},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "csi.example.com", NodeName: "n1",
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-old")}},
-		Status: storagev1.VolumeAttachmentStatus{Attached: true}}
+		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/xvdba"}}}
 	bulk(&va.ObjectMeta)
 	return pods, objs, []storagev1.VolumeAttachment{va}
 }
@@ -232,6 +232,8 @@ func TestTrimInformerObjectsDropsWhatADCNeverReads(t *testing.T) {
 	switch {
 	case p.ManagedFields != nil || n.ManagedFields != nil || to.PVs[0].ManagedFields != nil || tv[0].ManagedFields != nil:
 		t.Error("managedFields kept")
+	case tv[0].Status.AttachmentMetadata != nil || !tv[0].Status.Attached:
+		t.Errorf("VolumeAttachment status: want only the attachment metadata dropped, got %+v", tv[0].Status)
 	case p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || p.Annotations["team"] != "storage":
 		t.Errorf("pod annotations: want only kubectl's last-applied copy dropped, got %v", p.Annotations)
 	case len(p.Spec.Containers) != 0 || p.Spec.ServiceAccountName != "" || len(p.Status.Conditions) != 0 || p.Status.PodIP != "":

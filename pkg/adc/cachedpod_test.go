@@ -1,0 +1,106 @@
+package adc
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// TestCachedPodRebuildsTheTrimmedPod proves the compact cache form loses nothing the trimmed
+// pod has: every kind of volume, a deleted pod with a running container, owner references
+// and labels come back exactly, and the indexers and event handlers read both forms alike.
+func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
+	deleted := metav1.Now()
+	running := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: deleted}}}}
+	stopped := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}}}
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "7",
+		Labels: map[string]string{"app": "db"}, Annotations: map[string]string{"team": "storage"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", UID: "uid-db", Controller: ptr.To(true)}}}
+	vol := func(name string, s v1.VolumeSource) v1.Volume { return v1.Volume{Name: name, VolumeSource: s} }
+	cases := []struct {
+		name       string
+		pod        v1.Pod
+		wantClaims []string
+	}{
+		{name: "unscheduled pod without volumes", pod: v1.Pod{ObjectMeta: meta}},
+		{name: "every volume kind", pod: v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{
+			vol("data", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0", ReadOnly: true}}),
+			vol("scratch", v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}),
+			vol("pd", v1.VolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk-1", FSType: "ext4"}}),
+			vol("csi", v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "inline.csi.example.com", VolumeAttributes: map[string]string{"a": "b"}}}),
+			vol("cm", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}),
+			vol("secret", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}),
+			vol("token", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{}}}}),
+			vol("info", v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}),
+			vol("tmp", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}),
+			vol("broken", v1.VolumeSource{}),
+		}}, Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: running}},
+			wantClaims: []string{"ns/data-0", "ns/p-scratch"}},
+		{name: "deleted pod whose init container runs", pod: v1.Pod{ObjectMeta: withDeletion(meta, &deleted),
+			Spec:   v1.PodSpec{NodeName: "n1"},
+			Status: v1.PodStatus{Phase: v1.PodPending, InitContainerStatuses: running, ContainerStatuses: stopped}}},
+		{name: "deleted pod with every container stopped", pod: v1.Pod{ObjectMeta: withDeletion(meta, &deleted),
+			Spec:   v1.PodSpec{NodeName: "n1"},
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: stopped}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			trimmed := tc.pod.DeepCopy()
+			if _, err := TrimInformerObjects(trimmed); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := cacheTransform(tc.pod.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached, ok := obj.(*cachedPod)
+			if !ok {
+				t.Fatalf("cacheTransform gave %T, want *cachedPod", obj)
+			}
+			if got := cached.pod(); !reflect.DeepEqual(got, trimmed) {
+				t.Errorf("rebuilt pod differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
+			}
+			if again, _ := cacheTransform(cached); again != obj {
+				t.Error("cacheTransform is not idempotent on a cached pod")
+			}
+			if cp := cached.DeepCopyObject().(*cachedPod); !reflect.DeepEqual(cp.pod(), trimmed) {
+				t.Error("DeepCopyObject lost something")
+			}
+			for _, index := range []cache.IndexFunc{podNodeName, podClaims} {
+				whole, _ := index(&tc.pod)
+				fromCache, _ := index(cached)
+				if !reflect.DeepEqual(whole, fromCache) {
+					t.Errorf("index keys differ: whole pod %v, cached pod %v", whole, fromCache)
+				}
+			}
+			if claims, _ := podClaims(cached); !reflect.DeepEqual(claims, tc.wantClaims) {
+				t.Errorf("claim keys %v, want %v", claims, tc.wantClaims)
+			}
+			if a, _ := placementOf(&tc.pod); a != mustPlacement(t, cached) {
+				t.Errorf("placement differs: whole pod %+v, cached pod %+v", a, mustPlacement(t, cached))
+			}
+		})
+	}
+	tomb, err := cacheTransform(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: cases[1].pod.DeepCopy()})
+	if _, ok := tomb.(cache.DeletedFinalStateUnknown).Obj.(*cachedPod); err != nil || !ok {
+		t.Errorf("a tombstone's pod is not cached: %v", err)
+	}
+}
+
+func withDeletion(m metav1.ObjectMeta, at *metav1.Time) metav1.ObjectMeta {
+	m.DeletionTimestamp = at
+	return m
+}
+
+func mustPlacement(t *testing.T, obj interface{}) podPlacement {
+	t.Helper()
+	p, ok := placementOf(obj)
+	if !ok {
+		t.Fatalf("no placement for %T", obj)
+	}
+	return p
+}
