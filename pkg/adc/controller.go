@@ -43,8 +43,6 @@ type Controller struct {
 	opts   Options
 
 	pods       cache.Indexer
-	pvcs       corelisters.PersistentVolumeClaimLister
-	pvs        corelisters.PersistentVolumeLister
 	nodes      corelisters.NodeLister
 	csiNodes   storagelisters.CSINodeLister
 	csiDrivers storagelisters.CSIDriverLister
@@ -133,13 +131,11 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c.pods = podInf.GetIndexer()
-	c.pvcs = pvcInf.Lister()
-	c.pvs = pvInf.Lister()
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Lister()
 	c.csiDrivers = driverInf.Lister()
 	c.vas = vaInf.GetIndexer()
-	c.lookups = lookups{pvcs: c.pvcs, pvs: c.pvs, drivers: c.csiDrivers}
+	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: c.csiDrivers}
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer

@@ -41,15 +41,15 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if pvc, ok := unwrapTombstone(obj).(*v1.PersistentVolumeClaim); ok {
+		if pvc, ok := claimOf(unwrapTombstone(obj)); ok {
 			c.enqueueClaimUsers(pvc.Namespace + "/" + pvc.Name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := old.(*v1.PersistentVolumeClaim)
-			n, ok2 := cur.(*v1.PersistentVolumeClaim)
+			o, ok1 := claimOf(old)
+			n, ok2 := claimOf(cur)
 			if ok1 && ok2 && o.Spec.VolumeName == n.Spec.VolumeName && o.Status.Phase == n.Status.Phase {
 				return
 			}
@@ -61,7 +61,7 @@ func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		pv, ok := unwrapTombstone(obj).(*v1.PersistentVolume)
+		pv, ok := pvOf(unwrapTombstone(obj))
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
@@ -70,8 +70,8 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := old.(*v1.PersistentVolume)
-			n, ok2 := cur.(*v1.PersistentVolume)
+			o, ok1 := pvOf(old)
+			n, ok2 := pvOf(cur)
 			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
 				return
 			}

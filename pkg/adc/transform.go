@@ -21,9 +21,9 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // identity and owner references, labels and annotations (but kubectl's last-applied copy),
 // the pod's node, volumes (sources of volume types adc only classifies are emptied, not
 // dropped, so the same pairs exist), phase and whether a container runs; the node's spec,
-// conditions, volumesAttached, volumesInUse and kubelet version. Volumes and claims also lose
-// their sizes (capacity, requests), VolumeAttachments their attachment metadata, the other
-// storage objects only managedFields.
+// conditions, volumesAttached, volumesInUse and kubelet version; a claim's phase and volume
+// name; a PersistentVolume's spec but its capacity. VolumeAttachments lose their attachment
+// metadata, the other storage objects only managedFields.
 //
 // Use it only on an informer factory adc owns (WithTrimmedObjects): inside
 // kube-controller-manager the factory is the host's and other controllers read its objects
@@ -48,12 +48,14 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 	case *v1.PersistentVolume:
 		trimMeta(o)
 		// Sizes decide nothing here; a one-entry ResourceList costs more than the rest of
-		// the spec.
+		// the spec. Nor does the status: the claim's side says whether it is bound.
 		o.Spec.Capacity = nil
+		o.Status = v1.PersistentVolumeStatus{}
 	case *v1.PersistentVolumeClaim:
 		trimMeta(o)
-		o.Spec.Resources = v1.VolumeResourceRequirements{}
-		o.Status.Capacity, o.Status.AllocatedResources = nil, nil
+		// A pod's claim is resolved by name, owner, phase and the volume it is bound to.
+		o.Spec = v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}
+		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *storagev1.VolumeAttachment:
 		trimMeta(o)
 		// The driver's publish context (device paths and the like) is the kubelet's to
@@ -66,15 +68,16 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 }
 
 // WithTrimmedObjects is the informer factory option that installs adc's cache transform:
-// TrimInformerObjects, and pods kept in a compact form only adc reads (cachedPod). Use it
-// only on a factory whose pod informer nothing but adc reads: a client-go pod lister over it
-// would find no *v1.Pod.
+// TrimInformerObjects, then pods, claims and PersistentVolumes kept in compact forms only adc
+// reads (cachedPod, cachedClaim, cachedPV). Use it only on a factory whose pod, claim and
+// volume informers nothing but adc reads: a client-go lister over them would find no
+// *v1.Pod.
 func WithTrimmedObjects() informers.SharedInformerOption {
 	return informers.WithTransform(cacheTransform)
 }
 
-// cacheTransform is TrimInformerObjects followed, for pods, by compactPod. It is idempotent:
-// a cachedPod passes through.
+// cacheTransform is TrimInformerObjects followed, for pods, claims and volumes, by their
+// compact form. It is idempotent: a compact object passes through.
 func cacheTransform(obj interface{}) (interface{}, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		out, err := cacheTransform(d.Obj)
@@ -84,15 +87,21 @@ func cacheTransform(obj interface{}) (interface{}, error) {
 		d.Obj = out
 		return d, nil
 	}
-	if _, ok := obj.(*cachedPod); ok {
+	switch obj.(type) {
+	case *cachedPod, *cachedClaim, *cachedPV:
 		return obj, nil
 	}
 	out, err := TrimInformerObjects(obj)
 	if err != nil {
 		return nil, err
 	}
-	if p, ok := out.(*v1.Pod); ok {
-		return compactPod(p), nil
+	switch o := out.(type) {
+	case *v1.Pod:
+		return compactPod(o), nil
+	case *v1.PersistentVolumeClaim:
+		return compactClaim(o), nil
+	case *v1.PersistentVolume:
+		return compactPV(o), nil
 	}
 	return out, nil
 }
