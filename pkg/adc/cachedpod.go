@@ -13,7 +13,7 @@ import (
 // cluster's objects and a v1.Pod costs about 1.2 KiB however empty (its spec and status
 // structs are large) plus 256 bytes per volume; adc reads only the pod's identity, node,
 // phase, whether a container still runs and its volumes. A cachedPod holds exactly that, and
-// pod() rebuilds the trimmed v1.Pod it came from for the code that reads pods (the decision
+// object() rebuilds the trimmed v1.Pod it came from for the code that reads pods (the decision
 // engine works on v1 objects in every mode, and inside kube-controller-manager the host's
 // informers hold whole pods).
 //
@@ -50,7 +50,10 @@ const (
 	volumeDownwardAPI
 )
 
-var _ runtime.Object = &cachedPod{}
+var (
+	_ runtime.Object      = &cachedPod{}
+	_ compactForm[v1.Pod] = &cachedPod{}
+)
 
 // GetObjectKind implements runtime.Object; a cachedPod carries no type metadata.
 func (p *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -69,7 +72,7 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// compactPod turns a pod trimmed by TrimInformerObjects into its cached form; pod() gives
+// compactPod turns a pod trimmed by TrimInformerObjects into its cached form; object() gives
 // the same trimmed pod back.
 func compactPod(p *v1.Pod) *cachedPod {
 	cp := &cachedPod{
@@ -124,9 +127,9 @@ func emptied(s *v1.VolumeSource) bool {
 	return false
 }
 
-// pod rebuilds the trimmed pod. The result is the caller's: it shares only strings and the
+// object rebuilds the trimmed pod. The result is the caller's: it shares only strings and the
 // object metadata's maps and slices, which nothing in adc changes.
-func (p *cachedPod) pod() *v1.Pod {
+func (p *cachedPod) object() *v1.Pod {
 	pod := &v1.Pod{
 		ObjectMeta: p.ObjectMeta,
 		Spec:       v1.PodSpec{NodeName: p.nodeName},
@@ -166,20 +169,24 @@ func (v *cachedVolume) volume() v1.Volume {
 	return out
 }
 
-// podOf gives the pod an informer event or pod store entry holds, whole (a host's informer)
-// or cached (adc's own); false for anything else.
-func podOf(obj interface{}) (*v1.Pod, bool) {
-	switch p := obj.(type) {
-	case *v1.Pod:
-		return p, p != nil
-	case *cachedPod:
-		if p == nil {
-			return nil, false
-		}
-		return p.pod(), true
+// compactForm is a compact cache form that rebuilds the trimmed v1 object T.
+type compactForm[T any] interface {
+	object() *T
+}
+
+// objectOf gives the v1 object an informer event or store entry holds, whole (a host's
+// informer) or in its compact form (adc's own); false for anything else.
+func objectOf[T any](obj interface{}) (*T, bool) {
+	switch o := obj.(type) {
+	case *T:
+		return o, o != nil
+	case compactForm[T]:
+		return o.object(), true
 	}
 	return nil, false
 }
+
+func podOf(obj interface{}) (*v1.Pod, bool) { return objectOf[v1.Pod](obj) }
 
 // podPlacement is what the pod event handlers compare, read without rebuilding a cached pod.
 type podPlacement struct {

@@ -61,13 +61,13 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 			if !ok {
 				t.Fatalf("cacheTransform gave %T, want *cachedPod", obj)
 			}
-			if got := cached.pod(); !reflect.DeepEqual(got, trimmed) {
+			if got := cached.object(); !reflect.DeepEqual(got, trimmed) {
 				t.Errorf("rebuilt pod differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
 			}
 			if again, _ := cacheTransform(cached); again != obj {
 				t.Error("cacheTransform is not idempotent on a cached pod")
 			}
-			if cp := cached.DeepCopyObject().(*cachedPod); !reflect.DeepEqual(cp.pod(), trimmed) {
+			if cp := cached.DeepCopyObject().(*cachedPod); !reflect.DeepEqual(cp.object(), trimmed) {
 				t.Error("DeepCopyObject lost something")
 			}
 			for _, index := range []cache.IndexFunc{podNodeName, podClaims} {

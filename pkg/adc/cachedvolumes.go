@@ -10,7 +10,7 @@ import (
 // cachedClaim is what adc's own claim informer keeps of a PersistentVolumeClaim: what
 // migration.PodVolumes reads (identity and owners, the volume it is bound to, its phase).
 // A v1.PersistentVolumeClaim is 480 bytes however empty; TrimInformerObjects trims a claim to
-// exactly these fields, so claim() rebuilds the trimmed claim.
+// exactly these fields, so object() rebuilds the trimmed claim.
 type cachedClaim struct {
 	metav1.ObjectMeta
 	volumeName string
@@ -38,8 +38,10 @@ type cachedPV struct {
 }
 
 var (
-	_ runtime.Object = &cachedClaim{}
-	_ runtime.Object = &cachedPV{}
+	_ runtime.Object                        = &cachedClaim{}
+	_ runtime.Object                        = &cachedPV{}
+	_ compactForm[v1.PersistentVolumeClaim] = &cachedClaim{}
+	_ compactForm[v1.PersistentVolume]      = &cachedPV{}
 )
 
 // GetObjectKind implements runtime.Object; a cachedClaim carries no type metadata.
@@ -57,8 +59,7 @@ func (p *cachedPV) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 
 // DeepCopyObject implements runtime.Object.
 func (p *cachedPV) DeepCopyObject() runtime.Object {
-	pv := p.pv()
-	return compactPV(pv.DeepCopy())
+	return compactPV(p.object().DeepCopy())
 }
 
 // compactClaim turns a claim trimmed by TrimInformerObjects into its cached form.
@@ -66,9 +67,9 @@ func compactClaim(c *v1.PersistentVolumeClaim) *cachedClaim {
 	return &cachedClaim{ObjectMeta: c.ObjectMeta, volumeName: c.Spec.VolumeName, phase: c.Status.Phase}
 }
 
-// claim rebuilds the trimmed claim; the result is the caller's (it shares the metadata's maps
+// object rebuilds the trimmed claim; the result is the caller's (it shares the metadata's maps
 // and slices, which nothing in adc changes).
-func (c *cachedClaim) claim() *v1.PersistentVolumeClaim {
+func (c *cachedClaim) object() *v1.PersistentVolumeClaim {
 	return &v1.PersistentVolumeClaim{ObjectMeta: c.ObjectMeta,
 		Spec: v1.PersistentVolumeClaimSpec{VolumeName: c.volumeName}, Status: v1.PersistentVolumeClaimStatus{Phase: c.phase}}
 }
@@ -82,9 +83,9 @@ func compactPV(pv *v1.PersistentVolume) *cachedPV {
 		nodeAffinity: s.NodeAffinity, volumeAttributesClassName: s.VolumeAttributesClassName}
 }
 
-// pv rebuilds the trimmed volume. The result is the caller's to read: it shares the source and
+// object rebuilds the trimmed volume. The result is the caller's to read: it shares the source and
 // the rest of the spec with the cache, as a lister's object does.
-func (p *cachedPV) pv() *v1.PersistentVolume {
+func (p *cachedPV) object() *v1.PersistentVolume {
 	return &v1.PersistentVolume{ObjectMeta: p.ObjectMeta, Spec: v1.PersistentVolumeSpec{
 		PersistentVolumeSource: unpackSource(p.source),
 		Capacity:               p.capacity, AccessModes: p.accessModes, ClaimRef: p.claimRef,
@@ -144,31 +145,8 @@ func unpackSource(src any) v1.PersistentVolumeSource {
 	return v1.PersistentVolumeSource{}
 }
 
-// claimOf gives the claim a claim store entry or event holds, whole (a host's informer) or
-// cached (adc's own); false for anything else.
 func claimOf(obj interface{}) (*v1.PersistentVolumeClaim, bool) {
-	switch c := obj.(type) {
-	case *v1.PersistentVolumeClaim:
-		return c, c != nil
-	case *cachedClaim:
-		if c == nil {
-			return nil, false
-		}
-		return c.claim(), true
-	}
-	return nil, false
+	return objectOf[v1.PersistentVolumeClaim](obj)
 }
 
-// pvOf gives the PersistentVolume a volume store entry or event holds, whole or cached.
-func pvOf(obj interface{}) (*v1.PersistentVolume, bool) {
-	switch p := obj.(type) {
-	case *v1.PersistentVolume:
-		return p, p != nil
-	case *cachedPV:
-		if p == nil {
-			return nil, false
-		}
-		return p.pv(), true
-	}
-	return nil, false
-}
+func pvOf(obj interface{}) (*v1.PersistentVolume, bool) { return objectOf[v1.PersistentVolume](obj) }

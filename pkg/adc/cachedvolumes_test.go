@@ -58,7 +58,7 @@ func TestCachedPVRebuildsTheTrimmedVolume(t *testing.T) {
 			if !ok {
 				t.Fatalf("cacheTransform gave %T, want *cachedPV", obj)
 			}
-			if got := cached.pv(); !reflect.DeepEqual(got, trimmed) {
+			if got := cached.object(); !reflect.DeepEqual(got, trimmed) {
 				t.Errorf("rebuilt volume differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
 			}
 			if got, _ := pvOf(cached.DeepCopyObject()); !reflect.DeepEqual(got, trimmed) {

@@ -77,33 +77,28 @@ func WithTrimmedObjects() informers.SharedInformerOption {
 }
 
 // cacheTransform is TrimInformerObjects followed, for pods, claims and volumes, by their
-// compact form. It is idempotent: a compact object passes through.
+// compact form. It is idempotent: a compact object passes through both.
 func cacheTransform(obj interface{}) (interface{}, error) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		out, err := cacheTransform(d.Obj)
-		if err != nil {
-			return nil, err
-		}
-		d.Obj = out
-		return d, nil
-	}
-	switch obj.(type) {
-	case *cachedPod, *cachedClaim, *cachedPV:
-		return obj, nil
-	}
 	out, err := TrimInformerObjects(obj)
 	if err != nil {
 		return nil, err
 	}
-	switch o := out.(type) {
+	return compact(out), nil
+}
+
+func compact(obj interface{}) interface{} {
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		o.Obj = compact(o.Obj)
+		return o
 	case *v1.Pod:
-		return compactPod(o), nil
+		return compactPod(o)
 	case *v1.PersistentVolumeClaim:
-		return compactClaim(o), nil
+		return compactClaim(o)
 	case *v1.PersistentVolume:
-		return compactPV(o), nil
+		return compactPV(o)
 	}
-	return out, nil
+	return obj
 }
 
 var _ cache.TransformFunc = cacheTransform
