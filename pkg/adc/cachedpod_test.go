@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
 
@@ -103,4 +104,51 @@ func mustPlacement(t *testing.T, obj interface{}) podPlacement {
 		t.Fatalf("no placement for %T", obj)
 	}
 	return p
+}
+
+// TestPodHandlerEnqueuesWhatChangesDecisions: the pod handler reads whole and cached pods
+// alike and enqueues a node when what decides its volumes changes: placement, phase, deletion
+// and, for a deleted pod, its last running container stopping.
+func TestPodHandlerEnqueuesWhatChangesDecisions(t *testing.T) {
+	deleted := metav1.Now()
+	running := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	stopped := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}}}
+	pod := func(node string, phase v1.PodPhase, del *metav1.Time, st []v1.ContainerStatus) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", DeletionTimestamp: del},
+			Spec: v1.PodSpec{NodeName: node}, Status: v1.PodStatus{Phase: phase, ContainerStatuses: st}}
+	}
+	cases := []struct {
+		name     string
+		old, cur *v1.Pod
+		want     []string
+	}{
+		{"nothing that decides changed", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodRunning, nil, running), nil},
+		{"scheduled", pod("", v1.PodPending, nil, nil), pod("n1", v1.PodPending, nil, nil), []string{"n1"}},
+		{"phase", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodSucceeded, nil, stopped), []string{"n1"}},
+		{"deleted while running", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodRunning, &deleted, running), []string{"n1"}},
+		{"deleted pod's last container stopped", pod("n1", v1.PodRunning, &deleted, running), pod("n1", v1.PodRunning, &deleted, stopped), []string{"n1"}},
+	}
+	for _, tc := range cases {
+		for _, form := range []string{"whole", "cached"} {
+			t.Run(tc.name+"/"+form, func(t *testing.T) {
+				c := &Controller{nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+				defer c.nodeQueue.ShutDown()
+				old, cur := interface{}(tc.old), interface{}(tc.cur)
+				if form == "cached" {
+					old, _ = cacheTransform(tc.old.DeepCopy())
+					cur, _ = cacheTransform(tc.cur.DeepCopy())
+				}
+				c.podHandler().OnUpdate(old, cur)
+				var got []string
+				for c.nodeQueue.Len() > 0 {
+					n, _ := c.nodeQueue.Get()
+					got = append(got, n)
+					c.nodeQueue.Done(n)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("enqueued %v, want %v", got, tc.want)
+				}
+			})
+		}
+	}
 }
