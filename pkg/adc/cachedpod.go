@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // cachedPod is what adc's own pod informer keeps of a trimmed pod. Pods are most of a
@@ -79,8 +81,7 @@ func compactPod(p *v1.Pod) *cachedPod {
 		ObjectMeta: p.ObjectMeta,
 		nodeName:   p.Spec.NodeName,
 		phase:      p.Status.Phase,
-		running: !notRunning(p.Status.InitContainerStatuses) || !notRunning(p.Status.ContainerStatuses) ||
-			!notRunning(p.Status.EphemeralContainerStatuses),
+		running:    migration.AnyContainerRunning(p),
 	}
 	if n := len(p.Spec.Volumes); n > 0 {
 		cp.volumes = make([]cachedVolume, n)
@@ -203,8 +204,7 @@ func placementOf(obj interface{}) (podPlacement, bool) {
 			return podPlacement{}, false
 		}
 		return podPlacement{node: p.Spec.NodeName, phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil,
-			running: !notRunning(p.Status.InitContainerStatuses) || !notRunning(p.Status.ContainerStatuses) ||
-				!notRunning(p.Status.EphemeralContainerStatuses)}, true
+			running: migration.AnyContainerRunning(p)}, true
 	case *cachedPod:
 		if p == nil {
 			return podPlacement{}, false
@@ -212,15 +212,4 @@ func placementOf(obj interface{}) (podPlacement, bool) {
 		return podPlacement{node: p.nodeName, phase: p.phase, deleting: p.DeletionTimestamp != nil, running: p.running}, true
 	}
 	return podPlacement{}, false
-}
-
-// notRunning is the decision engine's test (migration.PodIsActive): every container status
-// is waiting or terminated.
-func notRunning(statuses []v1.ContainerStatus) bool {
-	for i := range statuses {
-		if statuses[i].State.Terminated == nil && statuses[i].State.Waiting == nil {
-			return false
-		}
-	}
-	return true
 }

@@ -44,6 +44,8 @@ func podNodeName(obj interface{}) ([]string, error) {
 	return []string{p.node}, nil
 }
 
+// podClaims reads both pod forms directly: index functions run on every pod write to the
+// store, where rebuilding a cached pod would be garbage for two fields.
 func podClaims(obj interface{}) ([]string, error) {
 	var keys []string
 	switch pod := obj.(type) {

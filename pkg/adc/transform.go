@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // lastAppliedAnnotation is kubectl's copy of the whole applied object: often the largest
@@ -130,8 +132,7 @@ func trimPod(p *v1.Pod) {
 	}
 	p.Spec = v1.PodSpec{NodeName: p.Spec.NodeName, Volumes: vols}
 	status := v1.PodStatus{Phase: p.Status.Phase}
-	if !notRunning(p.Status.InitContainerStatuses) || !notRunning(p.Status.ContainerStatuses) ||
-		!notRunning(p.Status.EphemeralContainerStatuses) {
+	if migration.AnyContainerRunning(p) {
 		status.ContainerStatuses = []v1.ContainerStatus{{State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
 	}
 	p.Status = status

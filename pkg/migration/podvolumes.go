@@ -46,20 +46,25 @@ func PodIsActive(pod *v1.Pod) bool {
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		return false
 	}
-	if pod.DeletionTimestamp != nil && notRunning(pod.Status.InitContainerStatuses) &&
-		notRunning(pod.Status.ContainerStatuses) && notRunning(pod.Status.EphemeralContainerStatuses) {
+	if pod.DeletionTimestamp != nil && !AnyContainerRunning(pod) {
 		return false
 	}
 	return true
 }
 
-func notRunning(statuses []v1.ContainerStatus) bool {
-	for i := range statuses {
-		if statuses[i].State.Terminated == nil && statuses[i].State.Waiting == nil {
-			return false
+// AnyContainerRunning reports whether some container of the pod (init, app or ephemeral) is
+// neither waiting nor terminated: what keeps a deleted pod's volumes wanted. Caches that keep
+// less than the pod's statuses keep this.
+func AnyContainerRunning(pod *v1.Pod) bool {
+	for _, statuses := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses,
+		pod.Status.EphemeralContainerStatuses} {
+		for i := range statuses {
+			if statuses[i].State.Terminated == nil && statuses[i].State.Waiting == nil {
+				return true
+			}
 		}
 	}
-	return true
+	return false
 }
 
 // PodVolumes resolves every volume of pod, in spec order. PersistentVolumeClaim volumes and
