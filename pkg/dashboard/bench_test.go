@@ -58,9 +58,7 @@ func BenchmarkNodesPage(b *testing.B) {
 	for b.Loop() {
 		var buf bytes.Buffer
 		p := newNodesPage(rollout.FromController(view, now).NodesView(rollout.NodeFilter{Plugin: "kubernetes.io/gce-pd"}))
-		if err := nodesTemplate.Execute(&buf, p); err != nil {
-			b.Fatal(err)
-		}
+		renderNodes(&buf, p)
 		if len(p.Rows) != 1000 {
 			b.Fatalf("%d rows", len(p.Rows))
 		}

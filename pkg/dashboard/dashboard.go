@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bytes"
-	"html/template"
 	"net/http"
 	"strings"
 
@@ -22,8 +21,6 @@ const (
 // contentSecurityPolicy allows only the page's own stylesheet, script and fetches: even if
 // some value escaped escaping, no inline script could run.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(funcs()).ParseFS(templatesFS, "templates/page.html.tmpl"))
 
 // Register adds the dashboard to srv: GET / (the page), GET /api/v1/rollout (the same report
 // as JSON, schema in docs/rollout-api.md), GET /nodes and /api/v1/nodes (the node view,
@@ -70,7 +67,8 @@ func respond(w http.ResponseWriter, r *http.Request, what, contentType string, r
 func pageHandler(source func() rollout.Report) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		respond(w, r, "the dashboard", htmlType, func(buf *bytes.Buffer) error {
-			return pageTemplate.Execute(buf, newPage(source()))
+			renderPage(buf, newPage(source()))
+			return nil
 		})
 	})
 }

@@ -1,11 +1,19 @@
-// Package dashboard serves the rollout dashboard: one server-rendered page (html/template,
-// embedded CSS and JavaScript, no CDN and no build step) and the same data as JSON at
-// /api/v1/rollout. The page works with JavaScript off (it then reloads itself every 30
-// seconds through a <noscript> meta refresh) and, with JavaScript on, re-fetches itself
-// every few seconds and swaps the content in place.
+// Package dashboard serves the rollout dashboard: two server-rendered pages (the rollout at /
+// and the node view at /nodes, written by plain Go code with embedded CSS and JavaScript, no
+// CDN and no build step) and the same data as JSON at /api/v1/rollout and /api/v1/nodes.
+// The pages work with JavaScript off (they then reload every 30 seconds through a
+// <noscript> meta refresh) and, with JavaScript on, re-fetch themselves every few seconds
+// and swap the content in place.
+//
+// The pages are not html/template: its executor looks methods up by name at run time, which
+// makes the linker keep every exported method of every type and grows the controller binary
+// by tens of megabytes. They are written through htmlWriter instead (html.go), whose raw
+// takes only constant markup.
 //
 // Everything is read-only: only GET routes, and no route changes cluster state. Every value
 // shown comes from the cluster (object names, annotations, attach errors), so it is always
-// rendered through html/template's contextual escaping and never as template.HTML; a strict
-// Content-Security-Policy forbids inline scripts as a second line of defence.
+// written through htmlWriter.text (or href for a link), which escapes it exactly as
+// html/template would in text and in a quoted attribute; tests pin that escaping with
+// hostile values. A strict Content-Security-Policy forbids inline scripts as a second line
+// of defence.
 package dashboard

@@ -5,11 +5,8 @@ import (
 	"io/fs"
 )
 
-// templatesFS holds the page templates; staticFS the CSS and JavaScript served under /static/.
+// embedded holds the CSS and JavaScript served under /static/.
 //
-//go:embed templates/*.html.tmpl
-var templatesFS embed.FS
-
 //go:embed static
 var embedded embed.FS
 

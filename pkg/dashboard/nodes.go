@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bytes"
-	"html/template"
 	"net/http"
 	"net/url"
 
@@ -20,9 +19,7 @@ const (
 // rows still render well under the page budget (BenchmarkNodesPage).
 const maxNodeRows = 1000
 
-var nodesTemplate = template.Must(template.New("nodes.html.tmpl").Funcs(funcs()).ParseFS(templatesFS, "templates/nodes.html.tmpl"))
-
-// nodesPage is what the node view's template renders.
+// nodesPage is what renderNodes writes for the node view.
 type nodesPage struct {
 	rollout.NodesReport
 	Rows           []nodeRow
@@ -106,7 +103,8 @@ func nodesPageHandler(source func() rollout.Report) http.Handler {
 			return
 		}
 		respond(w, r, "the node view", htmlType, func(buf *bytes.Buffer) error {
-			return nodesTemplate.Execute(buf, newNodesPage(source().NodesView(f)))
+			renderNodes(buf, newNodesPage(source().NodesView(f)))
+			return nil
 		})
 	})
 }

@@ -1,11 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
-	"html/template"
-	"strconv"
-	"time"
-
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
@@ -21,8 +16,8 @@ const (
 // gets a page a browser renders quickly; the JSON API always has every entry.
 const maxRows = 200
 
-// page is what the template renders: the report plus values computed for display, so the
-// template holds no arithmetic.
+// page is what renderPage writes: the report plus values computed for display, so the
+// renderer holds no arithmetic.
 type page struct {
 	rollout.Report
 	Plugins []pluginRow
@@ -125,51 +120,4 @@ func firstRows[T any](list []T) ([]T, int) {
 
 func percent(n int, total float64) float64 {
 	return float64(int(float64(n)*1000/total+0.5)) / 10
-}
-
-// funcs are the template's formatting helpers. None returns template.HTML: every value stays
-// subject to contextual escaping.
-func funcs() template.FuncMap {
-	return template.FuncMap{
-		"num":      func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) },
-		"add":      func(a, b float64) float64 { return a + b },
-		"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"relative": relative,
-		"due":      due,
-		"seconds":  formatSeconds,
-		"ptr":      func(t time.Time) *time.Time { return &t },
-		"nodesURL": func(plugin, state string) string { return nodesURL(rollout.NodeFilter{Plugin: plugin, State: state}) },
-	}
-}
-
-// relative renders t relative to now: "1m30s ago", "in 4s", or "-" when t is unknown.
-func relative(t *time.Time, now time.Time) string {
-	if t == nil || t.IsZero() {
-		return "-"
-	}
-	d := t.Sub(now).Round(time.Second)
-	switch {
-	case d > 0:
-		return "in " + d.String()
-	case d < 0:
-		return (-d).String() + " ago"
-	}
-	return "now"
-}
-
-// due renders a next-retry time: "in 4s", "due" once it has passed, "-" when unknown.
-func due(t *time.Time, now time.Time) string {
-	if t != nil && !t.IsZero() && !t.After(now) {
-		return "due"
-	}
-	return relative(t, now)
-}
-
-// formatSeconds renders an operation duration: milliseconds below a second.
-func formatSeconds(s float64) string {
-	if s < 1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.2f s", s)
 }
