@@ -20,19 +20,23 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
+.PHONY: all build demo-build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos
 
 all: build
 
 build:
 	$(GO) build -o bin/adc ./cmd/adc
 
+# The demo is its own program: it links envtest, which the controller's binary should not carry.
+demo-build:
+	$(GO) build -o bin/adc-demo ./cmd/adc-demo
+
 # The one-command tour: a local control plane seeded mid-rollout, the controller converging,
 # with simulated kubelets and attachers (seconds). REAL=1 tells the same story on hollow
 # kubelets, csi-attacher and the mock CSI driver with the adc binary (test/e2e/demo).
-demo: envtest-assets build $(if $(REAL),e2e-assets)
+demo: envtest-assets build $(if $(REAL),e2e-assets,demo-build)
 ifeq ($(REAL),)
-	bin/adc demo $(DEMO_FLAGS)
+	bin/adc-demo $(DEMO_FLAGS)
 else
 	$(GO) run ./test/e2e/demo --adc bin/adc $(DEMO_FLAGS)
 endif

@@ -28,6 +28,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/internal/serving"
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/metrics"
 	"github.com/migration-aware/adc/pkg/rollout"
@@ -204,7 +205,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		}
 		return current
 	}
-	serveRollout(srv, adcMetrics, opts.Migration, currentView)
+	serving.Rollout(srv, adcMetrics, opts.Migration, currentView)
 	f.profiling.install(srv)
 	serveErr := make(chan error, 1)
 	if f.httpAddr != "" {

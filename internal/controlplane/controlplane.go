@@ -1,6 +1,6 @@
 // Package controlplane starts a local kube-apiserver + etcd from the binaries `make
 // envtest-assets` builds from Go modules, through controller-runtime's envtest. The
-// integration tests and `adc demo` share it.
+// integration tests and `adc-demo` share it.
 package controlplane
 
 import (

@@ -48,7 +48,7 @@ var ErrNotConverged = fmt.Errorf("the demo cluster did not converge")
 // every pair reached its expected state, and prints the result.
 func Run(ctx context.Context, o Options) error {
 	out := o.Out
-	fmt.Fprintf(out, "adc demo: starting a local control plane (kube-apiserver %s + etcd) ...\n", controlplane.KubernetesVersion)
+	fmt.Fprintf(out, "adc-demo: starting a local control plane (kube-apiserver %s + etcd) ...\n", controlplane.KubernetesVersion)
 	cp, stop, err := controlplane.Start()
 	if err != nil {
 		return err

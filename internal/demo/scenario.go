@@ -1,5 +1,5 @@
 // Package demo runs adc on a local control plane seeded with a realistic mid-rollout
-// cluster, for `adc demo`: several in-tree plugins and native CSI drivers; nodes migrated,
+// cluster, for `adc-demo`: several in-tree plugins and native CSI drivers; nodes migrated,
 // not migrated, and one whose CSINode arrives late; a driver that needs no attach;
 // ReadWriteOnce and ReadWriteMany volumes; an inline volume. The external-attacher, the
 // kubelet registration and the in-tree attacher are simulators from test/simulator.

@@ -1,7 +1,7 @@
-// Command demo is `make demo REAL=1`: the mid-rollout story of `adc demo` on hollow kubelets,
+// Command demo is `make demo REAL=1`: the mid-rollout story of `adc-demo` on hollow kubelets,
 // the e2e mock CSI driver, csi-attacher and the adc binary (see package realdemo).
 //
-// It is a program of its own, not `adc demo --real`, so that the adc binary users run does
+// It is a program of its own, not `adc-demo --real`, so that the adc binary users run does
 // not link the end-to-end harness. It needs `make build`, `make envtest-assets` and
 // `make e2e-assets`.
 package main

@@ -4,14 +4,21 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/migration-aware/adc/test/integration/framework"
 )
 
-// `adc demo` converges on its own control plane and prints the decision table and the
+// adc-demo converges on its own control plane and prints the decision table and the
 // rollout summary with every mechanism the scenario seeds.
 func TestDemoConverges(t *testing.T) {
-	out, err := exec.Command(adcBinary, "demo", "--timeout", "90s", "--log-file", t.TempDir()+"/demo.log").CombinedOutput()
+	demoBinary, cleanup, err := framework.BuildCommand("adc-demo")
 	if err != nil {
-		t.Fatalf("adc demo: %v\n%s", err, out)
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out, err := exec.Command(demoBinary, "--timeout", "90s", "--log-file", t.TempDir()+"/demo.log").CombinedOutput()
+	if err != nil {
+		t.Fatalf("adc-demo: %v\n%s", err, out)
 	}
 	text := string(out)
 	// Compare with runs of spaces folded: the table's column widths are tabwriter's business.

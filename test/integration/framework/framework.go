@@ -87,17 +87,21 @@ func MainWithADC(m *testing.M, setPath func(string)) {
 
 // BuildADC builds cmd/adc into a temporary folder and returns its path and a function that
 // removes it, for packages that run the binary as users do.
-func BuildADC() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "adc-bin-")
+func BuildADC() (string, func(), error) { return BuildCommand("adc") }
+
+// BuildCommand builds cmd/<name> of this module into a temporary folder and returns its path
+// and a function that removes it.
+func BuildCommand(name string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", name+"-bin-")
 	if err != nil {
-		return "", nil, fmt.Errorf("creating a folder for the adc binary: %w", err)
+		return "", nil, fmt.Errorf("creating a folder for the %s binary: %w", name, err)
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
-	bin := filepath.Join(dir, "adc")
-	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/adc")
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/"+name)
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("building adc: %w\n%s", err, out)
+		return "", nil, fmt.Errorf("building %s: %w\n%s", name, err, out)
 	}
 	return bin, cleanup, nil
 }

@@ -1,5 +1,5 @@
 // Package realdemo is `make demo REAL=1` (command test/e2e/demo): the mid-rollout story of
-// `adc demo` (internal/demo) told on the real parts adc talks to in a cluster, through the
+// `adc-demo` (internal/demo) told on the real parts adc talks to in a cluster, through the
 // end-to-end harness (test/e2e/harness): hollow kubelets v1.36.3, the Kubernetes e2e mock CSI
 // driver registered with them, csi-attacher v4.13.0 and the adc binary. It prints which parts
 // are real and what it stages, waits until every pod that can run is Running and the others
@@ -57,7 +57,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	out := o.Out
 	story := newStory()
-	fmt.Fprintf(out, "adc demo on REAL parts: the mid-rollout story of `make demo` (internal/demo)\n")
+	fmt.Fprintf(out, "adc-demo on REAL parts: the mid-rollout story of `make demo` (internal/demo)\n")
 	story.printParts(out, o)
 
 	s, err := harness.Start(ctx, story.harnessOptions(o))

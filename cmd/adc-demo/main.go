@@ -1,3 +1,10 @@
+// Command adc-demo is the one-command tour of adc: a local control plane seeded in the middle
+// of a CSI migration rollout, the controller converging on it, then the decision table.
+//
+// It is a program of its own, not a subcommand of adc: it links envtest (controller-runtime,
+// the apiextensions client and html/template), and text/template's reflection makes the
+// linker keep every exported method of every type in the binary. In the adc binary that cost
+// every controller replica ~17 MB of resident memory (docs/performance.md, "Memory").
 package main
 
 import (
@@ -15,21 +22,26 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/internal/demo"
+	"github.com/migration-aware/adc/internal/serving"
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/metrics"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/server"
 )
 
-func init() { subcommands = append(subcommands, newDemoCommand) }
+func main() {
+	if err := newDemoCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
 
 func newDemoCommand() *cobra.Command {
 	o := demo.Options{}
 	var logFile string
 	cmd := &cobra.Command{
-		Use:   "demo",
+		Use:   "adc-demo",
 		Short: "Run adc on a local control plane seeded with a mid-rollout cluster (needs `make envtest-assets`)",
-		Long: `demo starts a local kube-apiserver and etcd (built by make envtest-assets), seeds a cluster in the
+		Long: `adc-demo starts a local kube-apiserver and etcd (built by make envtest-assets), seeds a cluster in the
 middle of a CSI migration rollout, runs the controller with a SIMULATED external-attacher, kubelet
 registration and in-tree attacher, shows a progress bar while it converges, then prints the
 decision table and a per-plugin rollout summary. It exits 0 once converged, non-zero if it does
@@ -37,7 +49,8 @@ not converge within --timeout. With --serve it keeps running with the dashboard 
 
 The same story on real kubelets, csi-attacher and a CSI driver is ` + "`make demo REAL=1`" + ` (test/e2e/demo,
 a separate program so that this binary does not link the end-to-end harness).`,
-		Args: cobra.NoArgs,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := logToFile(logFile); err != nil {
 				return err
@@ -53,7 +66,7 @@ a separate program so that this binary does not link the end-to-end harness).`,
 			}
 			o.Observer = m
 			o.Register = func(srv *server.Server, ctrl *adc.Controller) {
-				serveRollout(srv, m, ctrl.Config(), func() rollout.ControllerView { return ctrl })
+				serving.Rollout(srv, m, ctrl.Config(), func() rollout.ControllerView { return ctrl })
 			}
 			err = demo.Run(ctx, o)
 			if errors.Is(err, demo.ErrNotConverged) {

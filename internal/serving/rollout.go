@@ -1,4 +1,6 @@
-package main
+// Package serving publishes a controller's rollout on an HTTP server, for the programs that
+// run one: `adc controller` and `adc-demo`.
+package serving
 
 import (
 	"time"
@@ -10,9 +12,9 @@ import (
 	"github.com/migration-aware/adc/pkg/server"
 )
 
-// serveRollout publishes the rollout of the controller that view returns (nil on a standby
+// Rollout publishes the rollout of the controller that view returns (nil on a standby
 // replica) as state metrics and as the dashboard on srv.
-func serveRollout(srv *server.Server, m *metrics.Metrics, cfg migration.Config, view func() rollout.ControllerView) {
+func Rollout(srv *server.Server, m *metrics.Metrics, cfg migration.Config, view func() rollout.ControllerView) {
 	m.SetSource(view)
 	dashboard.Register(srv, func() rollout.Report {
 		if v := view(); v != nil {
