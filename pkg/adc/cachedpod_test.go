@@ -25,7 +25,7 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 	cases := []struct {
 		name       string
 		pod        v1.Pod
-		wantClaims []string
+		wantClaims []claimRef
 	}{
 		{name: "unscheduled pod without volumes", pod: v1.Pod{ObjectMeta: meta}},
 		{name: "every volume kind", pod: v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{NodeName: "n1", Volumes: []v1.Volume{
@@ -40,7 +40,7 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 			vol("tmp", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}),
 			vol("broken", v1.VolumeSource{}),
 		}}, Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: running}},
-			wantClaims: []string{"ns/data-0", "ns/p-scratch"}},
+			wantClaims: []claimRef{{"ns", "data-0"}, {"ns", "p-scratch"}}},
 		{name: "deleted pod whose init container runs", pod: v1.Pod{ObjectMeta: withDeletion(meta, &deleted),
 			Spec:   v1.PodSpec{NodeName: "n1"},
 			Status: v1.PodStatus{Phase: v1.PodPending, InitContainerStatuses: running, ContainerStatuses: stopped}}},
@@ -71,15 +71,18 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 			if cp := cached.DeepCopyObject().(*cachedPod); !reflect.DeepEqual(cp.object(), trimmed) {
 				t.Error("DeepCopyObject lost something")
 			}
-			for _, index := range []cache.IndexFunc{podNodeName, podClaims} {
-				whole, _ := index(&tc.pod)
-				fromCache, _ := index(cached)
-				if !reflect.DeepEqual(whole, fromCache) {
-					t.Errorf("index keys differ: whole pod %v, cached pod %v", whole, fromCache)
-				}
+			whole, _ := podNodeName(&tc.pod)
+			fromCache, _ := podNodeName(cached)
+			if !reflect.DeepEqual(whole, fromCache) {
+				t.Errorf("node index keys differ: whole pod %v, cached pod %v", whole, fromCache)
 			}
-			if claims, _ := podClaims(cached); !reflect.DeepEqual(claims, tc.wantClaims) {
-				t.Errorf("claim keys %v, want %v", claims, tc.wantClaims)
+			wholeName, wholeClaims := podClaimRefs(&tc.pod)
+			name, claims := podClaimRefs(cached)
+			if name != wholeName || !reflect.DeepEqual(claims, wholeClaims) {
+				t.Errorf("claim users differ: whole pod %s %v, cached pod %s %v", wholeName, wholeClaims, name, claims)
+			}
+			if !reflect.DeepEqual(claims, tc.wantClaims) {
+				t.Errorf("claims %v, want %v", claims, tc.wantClaims)
 			}
 			if a, _ := placementOf(&tc.pod); a != mustPlacement(t, cached) {
 				t.Errorf("placement differs: whole pod %+v, cached pod %+v", a, mustPlacement(t, cached))

@@ -43,6 +43,7 @@ type Controller struct {
 	opts   Options
 
 	pods       cache.Indexer
+	claimUsers *claimUsers // the pods of each claim, kept by the pod handler
 	nodes      corelisters.NodeLister
 	csiNodes   storagelisters.CSINodeLister
 	csiDrivers storagelisters.CSIDriverLister
@@ -98,6 +99,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		status:        opts.NodeStatus,
 		recorder:      opts.Recorder,
 		world:         newWorld(),
+		claimUsers:    newClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
 		snapshot:      map[string][]PairState{},
 		ops:           newRecent[Operation](recentOperationsSize),

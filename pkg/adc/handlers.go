@@ -12,11 +12,13 @@ import (
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
+			c.claimUsers.update(nil, obj)
 			if p, ok := placementOf(obj); ok {
 				c.enqueueNode(p.node)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
+			c.claimUsers.update(old, cur)
 			o, ok1 := placementOf(old)
 			n, ok2 := placementOf(cur)
 			if !ok1 || !ok2 {
@@ -32,6 +34,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
+			c.claimUsers.update(unwrapTombstone(obj), nil)
 			if p, ok := placementOf(unwrapTombstone(obj)); ok {
 				c.enqueueNode(p.node)
 			}
@@ -42,7 +45,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
 		if pvc, ok := claimOf(unwrapTombstone(obj)); ok {
-			c.enqueueClaimUsers(pvc.Namespace + "/" + pvc.Name)
+			c.enqueueClaimUsers(claimRef{pvc.Namespace, pvc.Name})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -65,7 +68,7 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
-		c.enqueueClaimUsers(pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
+		c.enqueueClaimUsers(claimRef{pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name})
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
@@ -82,12 +85,12 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 }
 
 // enqueueClaimUsers enqueues the nodes of the pods that use a claim.
-func (c *Controller) enqueueClaimUsers(claimKey string) {
-	pods, err := c.pods.ByIndex(podByClaimIndex, claimKey)
-	if err != nil {
-		return
-	}
-	for _, obj := range pods {
+func (c *Controller) enqueueClaimUsers(claim claimRef) {
+	for _, key := range c.claimUsers.podKeys(claim) {
+		obj, exists, err := c.pods.GetByKey(key)
+		if err != nil || !exists {
+			continue
+		}
 		if p, ok := placementOf(obj); ok {
 			c.enqueueNode(p.node)
 		}

@@ -3,7 +3,6 @@ package adc
 import (
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -11,8 +10,6 @@ import (
 const (
 	// podByNodeIndex finds the pods scheduled to a node, the desired state of that node.
 	podByNodeIndex = "adc.spec.nodeName"
-	// podByClaimIndex finds the pods using a claim, to re-decide them when it binds.
-	podByClaimIndex = "adc.claim"
 	// vaByNodeIndex finds the VolumeAttachments on a node, the CSI part of its actual state.
 	vaByNodeIndex = "adc.spec.nodeName"
 	// vaBySourceIndex finds the VolumeAttachments of one volume on any node, for the
@@ -22,8 +19,7 @@ const (
 
 func addIndexers(pods, vas cache.SharedIndexInformer) error {
 	if err := pods.AddIndexers(cache.Indexers{
-		podByNodeIndex:  podNodeName,
-		podByClaimIndex: podClaims,
+		podByNodeIndex: podNodeName,
 	}); err != nil {
 		return fmt.Errorf("adding pod indexers: %w", err)
 	}
@@ -42,35 +38,6 @@ func podNodeName(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{p.node}, nil
-}
-
-// podClaims reads both pod forms directly: index functions run on every pod write to the
-// store, where rebuilding a cached pod would be garbage for two fields.
-func podClaims(obj interface{}) ([]string, error) {
-	var keys []string
-	switch pod := obj.(type) {
-	case *v1.Pod:
-		for i := range pod.Spec.Volumes {
-			vol := &pod.Spec.Volumes[i]
-			switch {
-			case vol.PersistentVolumeClaim != nil:
-				keys = append(keys, pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName)
-			case vol.Ephemeral != nil:
-				keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.Name)
-			}
-		}
-	case *cachedPod:
-		for i := range pod.volumes {
-			vol := &pod.volumes[i]
-			switch {
-			case vol.kind == volumeClaim:
-				keys = append(keys, pod.Namespace+"/"+vol.claim)
-			case vol.source != nil && vol.source.Ephemeral != nil:
-				keys = append(keys, pod.Namespace+"/"+pod.Name+"-"+vol.name)
-			}
-		}
-	}
-	return keys, nil
 }
 
 func vaNodeName(obj interface{}) ([]string, error) {

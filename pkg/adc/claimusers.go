@@ -1,0 +1,115 @@
+package adc
+
+import (
+	"slices"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// claimRef names a claim by namespace and name. Its strings are the pod's own (the pod's
+// namespace and its volume's claim name), so indexing a claim allocates no key.
+type claimRef struct{ namespace, name string }
+
+// claimUsers finds the pods that use a claim, so that a claim or PersistentVolume change
+// re-decides their nodes. It replaces a client-go index on the pod informer, which kept a
+// one-element set per claim (~250 bytes with its key, ~2.5 MB at 10,000 volumes); here a claim
+// costs a map slot and a one-element slice.
+//
+// The pod event handler maintains it, so it can trail the pod cache by the handler's delay.
+// That loses nothing: the handler that adds a pod here has enqueued the pod's node, and that
+// node's sync reads the claim and volume caches afterwards, so a claim change missed here was
+// already seen there. Inside kube-controller-manager it also adds no index to the host's
+// shared pod informer.
+type claimUsers struct {
+	mu sync.RWMutex
+	// pods holds, per claim, the names of the pods in its namespace that use it.
+	pods map[claimRef][]string
+}
+
+func newClaimUsers() *claimUsers { return &claimUsers{pods: map[claimRef][]string{}} }
+
+// update replaces what old said (nil for an added pod) with what cur says (nil for a
+// deleted pod). Pod volumes are immutable, so an update normally changes nothing here.
+func (u *claimUsers) update(old, cur interface{}) {
+	oldName, oldClaims := podClaimRefs(old)
+	curName, curClaims := podClaimRefs(cur)
+	if oldName == curName && slices.Equal(oldClaims, curClaims) {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, ref := range oldClaims {
+		u.remove(ref, oldName)
+	}
+	for _, ref := range curClaims {
+		if !slices.Contains(u.pods[ref], curName) {
+			u.pods[ref] = append(u.pods[ref], curName)
+		}
+	}
+}
+
+func (u *claimUsers) remove(ref claimRef, pod string) {
+	names := u.pods[ref]
+	for i, n := range names {
+		if n != pod {
+			continue
+		}
+		if len(names) == 1 {
+			delete(u.pods, ref)
+			return
+		}
+		u.pods[ref] = append(names[:i:i], names[i+1:]...)
+		return
+	}
+}
+
+// podKeys returns the cache keys (namespace/name) of the pods that use the claim.
+func (u *claimUsers) podKeys(ref claimRef) []string {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	names := u.pods[ref]
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = ref.namespace + "/" + n
+	}
+	return keys
+}
+
+// podClaimRefs returns a pod's name and the claims it uses (its persistentVolumeClaim
+// volumes and the claims of its generic ephemeral volumes, named <pod>-<volume>), from
+// either pod form; nothing for anything else.
+func podClaimRefs(obj interface{}) (string, []claimRef) {
+	var refs []claimRef
+	switch pod := obj.(type) {
+	case *v1.Pod:
+		if pod == nil {
+			return "", nil
+		}
+		for i := range pod.Spec.Volumes {
+			vol := &pod.Spec.Volumes[i]
+			switch {
+			case vol.PersistentVolumeClaim != nil:
+				refs = append(refs, claimRef{pod.Namespace, vol.PersistentVolumeClaim.ClaimName})
+			case vol.Ephemeral != nil:
+				refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + vol.Name})
+			}
+		}
+		return pod.Name, refs
+	case *cachedPod:
+		if pod == nil {
+			return "", nil
+		}
+		for i := range pod.volumes {
+			vol := &pod.volumes[i]
+			switch {
+			case vol.kind == volumeClaim:
+				refs = append(refs, claimRef{pod.Namespace, vol.claim})
+			case vol.source != nil && vol.source.Ephemeral != nil:
+				refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + vol.name})
+			}
+		}
+		return pod.Name, refs
+	}
+	return "", nil
+}
