@@ -94,10 +94,8 @@ func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, now time
 	switch src := va.Spec.Source; {
 	case src.PersistentVolumeName != nil:
 		a.pvName = *src.PersistentVolumeName
-		if pv := c.lookups.PersistentVolume(a.pvName); pv != nil {
-			if driver, handle, ok := migration.PVCSIIdentity(pv); ok && driver == va.Spec.Attacher {
-				a.uniqueName = migration.CSIUniqueName(driver, handle)
-			}
+		if driver, handle, ok := c.lookups.pvCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
+			a.uniqueName = migration.CSIUniqueName(driver, handle)
 		}
 	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
 		a.uniqueName = migration.CSIUniqueName(va.Spec.Attacher, src.InlineVolumeSpec.CSI.VolumeHandle)

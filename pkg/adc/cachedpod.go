@@ -197,6 +197,11 @@ type podPlacement struct {
 	running  bool
 }
 
+// active is migration.PodIsActive, read off the placement.
+func (p podPlacement) active() bool {
+	return p.node != "" && migration.PodActive(p.phase, p.deleting, p.running)
+}
+
 func placementOf(obj interface{}) (podPlacement, bool) {
 	switch p := obj.(type) {
 	case *v1.Pod:

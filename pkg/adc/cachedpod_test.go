@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // TestCachedPodRebuildsTheTrimmedPod proves the compact cache form loses nothing the trimmed
@@ -47,6 +49,10 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 		{name: "deleted pod with every container stopped", pod: v1.Pod{ObjectMeta: withDeletion(meta, &deleted),
 			Spec:   v1.PodSpec{NodeName: "n1"},
 			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: stopped}}},
+		{name: "succeeded pod", pod: v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{NodeName: "n1"},
+			Status: v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: stopped}}},
+		{name: "running pod", pod: v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{NodeName: "n1"},
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: running}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +92,9 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 			}
 			if a, _ := placementOf(&tc.pod); a != mustPlacement(t, cached) {
 				t.Errorf("placement differs: whole pod %+v, cached pod %+v", a, mustPlacement(t, cached))
+			}
+			if got, want := mustPlacement(t, cached).active(), migration.PodIsActive(&tc.pod); got != want {
+				t.Errorf("active from the cached placement = %v, migration.PodIsActive = %v", got, want)
 			}
 		})
 	}

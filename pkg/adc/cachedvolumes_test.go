@@ -7,7 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // TestCachedPVRebuildsTheTrimmedVolume proves the compact PersistentVolume loses nothing the
@@ -37,12 +40,13 @@ func TestCachedPVRebuildsTheTrimmedVolume(t *testing.T) {
 	cases := map[string]v1.PersistentVolume{
 		"csi": withSource(v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1",
 			FSType: "ext4", VolumeAttributes: map[string]string{"a": "b"}, NodePublishSecretRef: &v1.SecretReference{Name: "s"}}}),
-		"gce-pd":           withSource(v1.PersistentVolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk-1"}}),
-		"aws-ebs":          withSource(v1.PersistentVolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-2"}}),
-		"portworx":         withSource(v1.PersistentVolumeSource{PortworxVolume: &v1.PortworxVolumeSource{VolumeID: "px-1"}}),
-		"no source":        withSource(v1.PersistentVolumeSource{}),
-		"two sources":      withSource(v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d"}, NFS: &v1.NFSVolumeSource{Server: "s"}}),
-		"bare pre-v1.0 pv": {ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
+		"csi without a handle": withSource(v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com"}}),
+		"gce-pd":               withSource(v1.PersistentVolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk-1"}}),
+		"aws-ebs":              withSource(v1.PersistentVolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-2"}}),
+		"portworx":             withSource(v1.PersistentVolumeSource{PortworxVolume: &v1.PortworxVolumeSource{VolumeID: "px-1"}}),
+		"no source":            withSource(v1.PersistentVolumeSource{}),
+		"two sources":          withSource(v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d"}, NFS: &v1.NFSVolumeSource{Server: "s"}}),
+		"bare pre-v1.0 pv":     {ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
 	}
 	for name, pv := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -66,6 +70,15 @@ func TestCachedPVRebuildsTheTrimmedVolume(t *testing.T) {
 			}
 			if again, _ := cacheTransform(cached); again != obj {
 				t.Error("cacheTransform is not idempotent on a cached volume")
+			}
+			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if err := store.Add(cached); err != nil {
+				t.Fatal(err)
+			}
+			d, h, ok := lookups{pvs: store}.pvCSIIdentity(pv.Name)
+			wd, wh, wok := migration.PVCSIIdentity(trimmed)
+			if d != wd || h != wh || ok != wok {
+				t.Errorf("CSI identity from the cache %q %q %v, from the volume %q %q %v", d, h, ok, wd, wh, wok)
 			}
 		})
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -45,8 +44,7 @@ type Controller struct {
 	pods       cache.Indexer
 	claimUsers *claimUsers // the pods of each claim, kept by the pod handler
 	nodes      corelisters.NodeLister
-	csiNodes   storagelisters.CSINodeLister
-	csiDrivers storagelisters.CSIDriverLister
+	csiNodes   cache.Indexer
 	vas        cache.Indexer
 	nodeInfos  *csiNodeInfoSource
 	synced     []cache.InformerSynced
@@ -134,10 +132,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	}
 	c.pods = podInf.GetIndexer()
 	c.nodes = nodeInf.Lister()
-	c.csiNodes = csiNodeInf.Lister()
-	c.csiDrivers = driverInf.Lister()
+	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
-	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: c.csiDrivers}
+	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: driverInf.Informer().GetIndexer()}
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer

@@ -79,8 +79,13 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	cfg := &c.opts.Migration
 	var pairs []*pair
 	for _, obj := range objs {
+		// Inactive pods (most of a node's pods after a mass delete) are skipped before a
+		// cached pod is rebuilt.
+		if p, ok := placementOf(obj); !ok || !p.active() {
+			continue
+		}
 		pod, ok := podOf(obj)
-		if !ok || !migration.PodIsActive(pod) {
+		if !ok {
 			continue
 		}
 		podKey := pod.Namespace + "/" + pod.Name

@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
-
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/migration-aware/adc/pkg/migration"
@@ -35,8 +35,6 @@ func (c *Controller) ManagedNodes() []migration.NodeObjects {
 // nodeObjects returns the node with the objects that say its migration state, from the caches.
 func (c *Controller) nodeObjects(n *v1.Node) migration.NodeObjects {
 	obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.get(n.Name)}
-	if cn, err := c.csiNodes.Get(n.Name); err == nil {
-		obj.CSINode = cn
-	}
+	obj.CSINode = cachedByName[storagev1.CSINode](c.csiNodes, n.Name)
 	return obj
 }

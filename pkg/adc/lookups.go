@@ -3,7 +3,6 @@ package adc
 import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
@@ -16,7 +15,7 @@ import (
 type lookups struct {
 	pvcs    cache.Indexer
 	pvs     cache.Indexer
-	drivers storagelisters.CSIDriverLister
+	drivers cache.Indexer
 	// seed reads seed-API CSIDrivers; nil when the driver-info source does not use them.
 	seed *seedDriverSource
 }
@@ -46,13 +45,38 @@ func (l lookups) PersistentVolume(name string) *v1.PersistentVolume {
 	return pv
 }
 
+// pvCSIIdentity is migration.PVCSIIdentity of the named volume; false when it is not cached.
+// Every reconcile and status write identifies each VolumeAttachment's volume, so a cached
+// volume with a CSI source is read as it is, not rebuilt.
+func (l lookups) pvCSIIdentity(name string) (driver, handle string, ok bool) {
+	obj, exists, err := l.pvs.GetByKey(name)
+	if err != nil || !exists {
+		return "", "", false
+	}
+	if p, cached := obj.(*cachedPV); cached {
+		if csi, isCSI := p.source.(*v1.CSIPersistentVolumeSource); isCSI {
+			return migration.CSISourceIdentity(csi)
+		}
+	}
+	pv, _ := pvOf(obj)
+	return migration.PVCSIIdentity(pv)
+}
+
 // CSIDriver implements migration.DriverLookup.
 func (l lookups) CSIDriver(name string) *storagev1.CSIDriver {
-	d, err := l.drivers.Get(name)
-	if err != nil {
+	return cachedByName[storagev1.CSIDriver](l.drivers, name)
+}
+
+// cachedByName returns the named object of a cluster-scoped informer store, or nil. Unlike a
+// lister's Get it allocates no NotFound error, which every reconcile would otherwise pay for
+// each volume of a driver without a CSIDriver and for a node without a CSINode.
+func cachedByName[T any](store cache.Indexer, name string) *T {
+	obj, ok, err := store.GetByKey(name)
+	if err != nil || !ok {
 		return nil
 	}
-	return d
+	t, _ := obj.(*T)
+	return t
 }
 
 // SeedCSIDriver implements migration.DriverLookup.

@@ -13,7 +13,7 @@ func PVCSIIdentity(pv *v1.PersistentVolume) (driver, handle string, ok bool) {
 		return "", "", false
 	}
 	if csi := pv.Spec.CSI; csi != nil {
-		return csi.Driver, csi.VolumeHandle, csi.Driver != "" && csi.VolumeHandle != ""
+		return CSISourceIdentity(csi)
 	}
 	if !translator.IsPVMigratable(pv) {
 		return "", "", false
@@ -23,6 +23,11 @@ func PVCSIIdentity(pv *v1.PersistentVolume) (driver, handle string, ok bool) {
 		return "", "", false
 	}
 	return translated.Spec.CSI.Driver, translated.Spec.CSI.VolumeHandle, true
+}
+
+// CSISourceIdentity is PVCSIIdentity of a PersistentVolume whose source is this CSI source.
+func CSISourceIdentity(csi *v1.CSIPersistentVolumeSource) (driver, handle string, ok bool) {
+	return csi.Driver, csi.VolumeHandle, csi.Driver != "" && csi.VolumeHandle != ""
 }
 
 // MigratedPluginOf returns the in-tree plugin a VolumeAttachment's volume was migrated from:

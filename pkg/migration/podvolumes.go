@@ -43,13 +43,16 @@ func PodIsActive(pod *v1.Pod) bool {
 	if pod == nil || pod.Spec.NodeName == "" {
 		return false
 	}
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	return PodActive(pod.Status.Phase, pod.DeletionTimestamp != nil, AnyContainerRunning(pod))
+}
+
+// PodActive is PodIsActive for a scheduled pod, from the three facts it depends on; caches
+// that keep a pod in a compact form answer it without rebuilding the pod.
+func PodActive(phase v1.PodPhase, deleting, anyContainerRunning bool) bool {
+	if phase == v1.PodSucceeded || phase == v1.PodFailed {
 		return false
 	}
-	if pod.DeletionTimestamp != nil && !AnyContainerRunning(pod) {
-		return false
-	}
-	return true
+	return !deleting || anyContainerRunning
 }
 
 // AnyContainerRunning reports whether some container of the pod (init, app or ephemeral) is
