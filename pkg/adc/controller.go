@@ -78,7 +78,9 @@ type Controller struct {
 
 	snapMu   sync.RWMutex
 	snapshot map[string][]PairState
-	started  bool
+	// syncing counts the running reconciles per node (see markAttached).
+	syncing map[string]int
+	started bool
 }
 
 // New builds a controller on a shared informer factory. It registers the informers and
@@ -100,6 +102,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		claimUsers:    newClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
 		snapshot:      map[string][]PairState{},
+		syncing:       map[string]int{},
 		ops:           newRecent[Operation](recentOperationsSize),
 		flips:         flipTracker{recent: newRecent[NodeFlip](recentFlipsSize)},
 	}

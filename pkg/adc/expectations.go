@@ -100,10 +100,15 @@ func (c *Controller) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool 
 	return ok && va.UID != "" && r.uid == va.UID
 }
 
-// observedVA is called by the VolumeAttachment informer: the cache now has it.
-func (c *Controller) observedVA(va *storagev1.VolumeAttachment) {
+// observedVA is called by the VolumeAttachment informer: the cache now has it. It reports
+// whether the object is the one adc created and was waiting to see (its create returned with
+// this UID).
+func (c *Controller) observedVA(va *storagev1.VolumeAttachment) (created bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e := c.world.expectedVAs.get(va.Name); e != nil {
+		created = e.stored && e.va.UID != "" && e.va.UID == va.UID
+	}
 	c.world.expectedVAs.remove(va.Name)
 	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
 		delete(c.world.reservations, key)
@@ -112,6 +117,7 @@ func (c *Controller) observedVA(va *storagev1.VolumeAttachment) {
 		// A new object under the old name: the old one's delete is over.
 		delete(c.world.deleteRequested, va.Name)
 	}
+	return created
 }
 
 // goneVA is called when the informer shows a VolumeAttachment deleted; it returns the nodes

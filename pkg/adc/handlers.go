@@ -3,6 +3,7 @@ package adc
 import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -107,7 +108,14 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 		UpdateFunc: func(old, cur interface{}) {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
-			if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion {
+			switch {
+			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
+			case onlyListsMore(o, n):
+				// Mostly adc's own status writes coming back: no decision reads what changed,
+				// only the status worker compares it with what the node should list. (A volume
+				// leaving the list may let a detach go on: that re-reconciles the node.)
+				c.statusQueue.Add(n.Name)
+			default:
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -147,8 +155,12 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if va, ok := obj.(*storagev1.VolumeAttachment); ok {
-				c.observedVA(va)
+				created := c.observedVA(va)
 				c.vaChanged(va)
+				if created && vaPending(va) {
+					// The reconcile that created it already counts it as attaching.
+					return
+				}
 				c.enqueueNode(va.Spec.NodeName)
 			}
 		},
@@ -159,12 +171,25 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 			c.observedVA(va)
 			c.vaChanged(va)
-			if prev, ok := old.(*storagev1.VolumeAttachment); ok && prev.Status.Attached != va.Status.Attached && va.Spec.NodeName != "" {
+			prev, ok := old.(*storagev1.VolumeAttachment)
+			if !ok {
+				c.enqueueNode(va.Spec.NodeName)
+				return
+			}
+			if prev.Status.Attached != va.Status.Attached && va.Spec.NodeName != "" {
 				// Straight to the node's status writer: listing a volume that became attached
 				// needs no reconcile of the node's pods, and at scale the node queue is long.
 				c.statusQueue.Add(va.Spec.NodeName)
 			}
-			c.enqueueNode(va.Spec.NodeName)
+			switch vaUpdateOf(prev, va) {
+			case vaUnchanged:
+			case vaNowAttached:
+				if !c.markAttached(va, c.opts.Clock.Now()) {
+					c.enqueueNode(va.Spec.NodeName)
+				}
+			default:
+				c.enqueueNode(va.Spec.NodeName)
+			}
 		},
 		DeleteFunc: func(obj interface{}) {
 			va, ok := unwrapTombstone(obj).(*storagev1.VolumeAttachment)
@@ -178,6 +203,52 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			c.enqueueNode(va.Spec.NodeName)
 		},
 	}
+}
+
+// onlyListsMore reports whether a Node update changed nothing but its resourceVersion,
+// managedFields and status.volumesAttached, keeping every volume the old one listed.
+func onlyListsMore(old, cur *v1.Node) bool {
+	if !onlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
+		return false
+	}
+	o, n := *old, *cur
+	o.ResourceVersion, n.ResourceVersion = "", ""
+	o.ManagedFields, n.ManagedFields = nil, nil
+	o.Status.VolumesAttached, n.Status.VolumesAttached = nil, nil
+	return equality.Semantic.DeepEqual(&o, &n)
+}
+
+// vaUpdate is what a VolumeAttachment update changed of what adc reads: its identity, spec,
+// deletion, status.attached and status.attachError.
+type vaUpdate int
+
+const (
+	// vaUnchanged: nothing adc reads (finalizers, annotations, detachError).
+	vaUnchanged vaUpdate = iota
+	// vaNowAttached: only status.attached, which became true without an error.
+	vaNowAttached
+	// vaChanged: anything else.
+	vaChanged
+)
+
+func vaUpdateOf(old, cur *storagev1.VolumeAttachment) vaUpdate {
+	if old.UID != cur.UID || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+		!equality.Semantic.DeepEqual(&old.Spec, &cur.Spec) || !equality.Semantic.DeepEqual(old.Status.AttachError, cur.Status.AttachError) {
+		return vaChanged
+	}
+	switch {
+	case old.Status.Attached == cur.Status.Attached:
+		return vaUnchanged
+	case cur.Status.Attached && cur.Status.AttachError == nil:
+		return vaNowAttached
+	}
+	return vaChanged
+}
+
+// vaPending reports whether a VolumeAttachment waits for its attacher: not attached, no
+// error, not being deleted.
+func vaPending(va *storagev1.VolumeAttachment) bool {
+	return !va.Status.Attached && va.Status.AttachError == nil && va.DeletionTimestamp == nil
 }
 
 func unwrapTombstone(obj interface{}) interface{} {

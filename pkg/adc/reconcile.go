@@ -57,6 +57,7 @@ func (r *nodeRun) retryIn(d time.Duration) {
 // should be looked at again even if nothing changes (backoff of held pairs, force-detach
 // deadlines).
 func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, error) {
+	defer c.beginSync(name)()
 	logger := klog.FromContext(ctx)
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -77,6 +79,45 @@ func (c *Controller) Snapshot() []PairState {
 		return a.VolumeAttachment < b.VolumeAttachment
 	})
 	return out
+}
+
+// beginSync marks a node's reconcile as running until the returned func is called:
+// markAttached leaves the node's pairs to that reconcile, which may have read the
+// VolumeAttachment before it became attached.
+func (c *Controller) beginSync(node string) (end func()) {
+	c.snapMu.Lock()
+	c.syncing[node]++
+	c.snapMu.Unlock()
+	return func() {
+		c.snapMu.Lock()
+		if c.syncing[node]--; c.syncing[node] <= 0 {
+			delete(c.syncing, node)
+		}
+		c.snapMu.Unlock()
+	}
+}
+
+// markAttached moves the pairs waiting for a VolumeAttachment to attached, as a reconcile of
+// the node would, without one: when the attacher reports a volume attached, nothing a
+// reconcile decides changes but those pairs' phase (the status worker lists the volume). It
+// reports false when the node's pairs must be reconciled instead: its reconcile is running,
+// or no pair waits for that VolumeAttachment.
+func (c *Controller) markAttached(va *storagev1.VolumeAttachment, now time.Time) bool {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	node := va.Spec.NodeName
+	if c.syncing[node] > 0 {
+		return false
+	}
+	marked := false
+	states := c.snapshot[node]
+	for i := range states {
+		if s := &states[i]; s.VolumeAttachment == va.Name && s.Phase == PhaseAttaching {
+			s.Phase, s.Since = PhaseAttached, now
+			marked = true
+		}
+	}
+	return marked
 }
 
 // setSnapshot replaces a node's pairs, carrying over Since for pairs whose phase did not
