@@ -152,10 +152,13 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		{vaInf, c.vaHandler()},
 	}
 	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
 			return nil, fmt.Errorf("registering event handler: %w", err)
 		}
-		c.synced = append(c.synced, h.inf.HasSynced)
+		// Synced once the handler has seen every object listed at start-up, not only once the
+		// cache has them: claimUsers and vaSources are kept by the handlers.
+		c.synced = append(c.synced, reg.HasSynced)
 	}
 	if opts.Migration.NodeSource != migration.NodeSourceCSINode {
 		if dyn == nil {

@@ -110,6 +110,7 @@ func (c *Controller) observedVA(va *storagev1.VolumeAttachment) (created bool) {
 		created = e.stored && e.va.UID != "" && e.va.UID == va.UID
 	}
 	c.world.expectedVAs.remove(va.Name)
+	c.world.vaSources.add(va)
 	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
 		delete(c.world.reservations, key)
 	}
@@ -125,6 +126,7 @@ func (c *Controller) observedVA(va *storagev1.VolumeAttachment) (created bool) {
 func (c *Controller) goneVA(va *storagev1.VolumeAttachment) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.world.vaSources.remove(va)
 	if r, ok := c.world.deleteRequested[va.Name]; ok && (r.uid == va.UID || va.UID == "") {
 		delete(c.world.deleteRequested, va.Name)
 	}

@@ -12,9 +12,6 @@ const (
 	podByNodeIndex = "adc.spec.nodeName"
 	// vaByNodeIndex finds the VolumeAttachments on a node, the CSI part of its actual state.
 	vaByNodeIndex = "adc.spec.nodeName"
-	// vaBySourceIndex finds the VolumeAttachments of one volume on any node, for the
-	// ReadWriteOnce multi-attach check.
-	vaBySourceIndex = "adc.source"
 )
 
 func addIndexers(pods, vas cache.SharedIndexInformer) error {
@@ -24,8 +21,7 @@ func addIndexers(pods, vas cache.SharedIndexInformer) error {
 		return fmt.Errorf("adding pod indexers: %w", err)
 	}
 	if err := vas.AddIndexers(cache.Indexers{
-		vaByNodeIndex:   vaNodeName,
-		vaBySourceIndex: vaSource,
+		vaByNodeIndex: vaNodeName,
 	}); err != nil {
 		return fmt.Errorf("adding VolumeAttachment indexers: %w", err)
 	}
@@ -46,17 +42,6 @@ func vaNodeName(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{va.Spec.NodeName}, nil
-}
-
-func vaSource(obj interface{}) ([]string, error) {
-	va, ok := obj.(*storagev1.VolumeAttachment)
-	if !ok {
-		return nil, nil
-	}
-	if key := vaSourceKey(va); key != "" {
-		return []string{key}, nil
-	}
-	return nil, nil
 }
 
 // vaSourceKey names the volume a VolumeAttachment attaches, independent of the node:

@@ -1,9 +1,5 @@
 package adc
 
-import (
-	storagev1 "k8s.io/api/storage/v1"
-)
-
 // The helpers below change the controller's memory (world) under its lock; the reconcile
 // code calls them between API calls, never holding the lock across one.
 
@@ -11,18 +7,12 @@ import (
 // than node; when there is none it reserves the volume for node until its attachment shows
 // up in the cache.
 func (c *Controller) reserveVolume(p *pair, node string) string {
-	other := ""
-	if p.ids.sourceKey != "" {
-		objs, _ := c.vas.ByIndex(vaBySourceIndex, p.ids.sourceKey)
-		for _, obj := range objs {
-			if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.NodeName != node {
-				other = va.Spec.NodeName
-				break
-			}
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	other := ""
+	if p.ids.sourceKey != "" {
+		other = c.world.vaSources.nodeOtherThan(p.ids.sourceKey, node)
+	}
 	if other == "" && p.ids.inTreeUnique != "" {
 		for n, m := range c.world.inTree {
 			if _, ok := m[p.ids.inTreeUnique]; ok && n != node {

@@ -22,6 +22,8 @@ type world struct {
 	// reconcile in between neither creates them again nor misses them in checks (see
 	// expectations.go for when they end).
 	expectedVAs vaExpectations
+	// vaSources are the VolumeAttachments the informer shows, by volume source key.
+	vaSources vaSources
 	// deleteRequested are VolumeAttachments whose delete was sent, by name, for the UID the
 	// delete was for, to not send it twice.
 	deleteRequested map[string]deleteRequest
@@ -72,6 +74,7 @@ func newWorld() *world {
 		inTreeSeeded:    map[string]bool{},
 		detaching:       map[string]map[string]bool{},
 		expectedVAs:     newVAExpectations(),
+		vaSources:       vaSources{},
 		deleteRequested: map[string]deleteRequest{},
 		reservations:    map[string]string{},
 		waiters:         map[string]map[string]bool{},

@@ -1,0 +1,71 @@
+package adc
+
+import (
+	"testing"
+	"time"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+func vaOf(name, node, pv string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
+}
+
+func TestVASources(t *testing.T) {
+	s := vaSources{}
+	a, b := vaOf("csi-a", "n1", "pv1"), vaOf("csi-b", "n2", "pv1")
+	s.add(a)
+	s.add(a)
+	if got := len(s["pv:pv1"]); got != 1 {
+		t.Fatalf("adding twice kept %d entries, want 1", got)
+	}
+	if got := s.nodeOtherThan("pv:pv1", "n2"); got != "n1" {
+		t.Errorf("nodeOtherThan(n2) = %q, want n1", got)
+	}
+	if got := s.nodeOtherThan("pv:pv1", "n1"); got != "" {
+		t.Errorf("nodeOtherThan(n1) = %q, want none: its own attachment does not count", got)
+	}
+	s.add(b)
+	s.remove(a)
+	if got := s.nodeOtherThan("pv:pv1", "n1"); got != "n2" {
+		t.Errorf("after removing n1's, nodeOtherThan(n1) = %q, want n2", got)
+	}
+	s.remove(b)
+	s.remove(b)
+	if len(s) != 0 {
+		t.Errorf("removing every attachment left %v", s)
+	}
+	s.add(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "no-source"}})
+	if len(s) != 0 {
+		t.Errorf("a VolumeAttachment without a source was recorded: %v", s)
+	}
+}
+
+// TestMultiAttachSeesAdcsCreateThroughout: a ReadWriteOnce volume adc is attaching to one node
+// is never free for another, from the create until the VolumeAttachment is deleted: first the
+// create expectation holds it, then, in the same step, the informer's copy.
+func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
+	c := newHandlerController(t)
+	p := &pair{ids: identity{sourceKey: "pv:pv1"}}
+	va := vaOf("csi-a", "n1", "pv1")
+	if other := c.reserveVolume(p, "n1"); other != "" {
+		t.Fatalf("a free volume is held by %q", other)
+	}
+	c.expectVA(va, time.Now())
+	c.createdVA(va)
+	check := func(step, want string) {
+		t.Helper()
+		if other := c.reserveVolume(p, "n2"); other != want {
+			t.Errorf("%s: reserving for n2 found %q, want %q", step, other, want)
+		}
+	}
+	check("created, not shown yet", "n1")
+	c.vaHandler().OnAdd(va, false)
+	check("shown by the informer", "n1")
+	c.vaHandler().OnDelete(va)
+	check("deleted", "")
+}
