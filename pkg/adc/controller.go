@@ -77,7 +77,7 @@ type Controller struct {
 	ops   *recent[Operation]
 
 	snapMu   sync.RWMutex
-	snapshot map[string][]PairState
+	snapshot map[string][]pairRecord
 	// syncing counts the running reconciles per node (see markAttached).
 	syncing map[string]int
 	started bool
@@ -101,7 +101,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		world:         newWorld(),
 		claimUsers:    newClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
-		snapshot:      map[string][]PairState{},
+		snapshot:      map[string][]pairRecord{},
 		syncing:       map[string]int{},
 		ops:           newRecent[Operation](recentOperationsSize),
 		flips:         flipTracker{recent: newRecent[NodeFlip](recentFlipsSize)},

@@ -3,6 +3,7 @@ package adc
 import (
 	"sort"
 	"time"
+	"unique"
 
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -52,6 +53,48 @@ type PairState struct {
 	Since time.Time
 }
 
+// pairRecord is a PairState as the snapshot keeps it, one per pair of every node (tens of
+// thousands): the node is the snapshot's key, times are Unix nanoseconds, and the strings most
+// pairs share (plugin, driver, mechanism, phase, the decision's reason: one reason for every
+// volume of a driver) are unique handles, so a reason is kept once however many pairs give it.
+// 144 bytes against 232 for a PairState and its own copy of the reason.
+type pairRecord struct {
+	pod, volume, pv, va, uniqueName string
+	plugin, driver, reason          unique.Handle[string]
+	mechanism                       unique.Handle[migration.Mechanism]
+	phase                           unique.Handle[Phase]
+	retries                         int
+	nextRetry, since                int64
+}
+
+func recordOf(s *PairState) pairRecord {
+	return pairRecord{pod: s.Pod, volume: s.Volume, pv: s.PV, va: s.VolumeAttachment, uniqueName: s.UniqueName,
+		plugin: unique.Make(s.Plugin), driver: unique.Make(s.Driver), reason: unique.Make(s.Reason),
+		mechanism: unique.Make(s.Mechanism), phase: unique.Make(s.Phase),
+		retries: s.Retries, nextRetry: unixNano(s.NextRetry), since: unixNano(s.Since)}
+}
+
+func (r *pairRecord) state(node string) PairState {
+	return PairState{Node: node, Pod: r.pod, Volume: r.volume, PV: r.pv, Plugin: r.plugin.Value(), Driver: r.driver.Value(),
+		Mechanism: r.mechanism.Value(), Phase: r.phase.Value(), Reason: r.reason.Value(), Retries: r.retries,
+		NextRetry: fromUnixNano(r.nextRetry), VolumeAttachment: r.va, UniqueName: r.uniqueName, Since: fromUnixNano(r.since)}
+}
+
+// unixNano keeps the zero time as 0 so that it comes back as the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
 // Snapshot returns every pair's current state, sorted by node, pod and volume. It is safe
 // to call from any goroutine at any time; the slice is the caller's.
 func (c *Controller) Snapshot() []PairState {
@@ -61,8 +104,10 @@ func (c *Controller) Snapshot() []PairState {
 		n += len(s)
 	}
 	out := make([]PairState, 0, n)
-	for _, s := range c.snapshot {
-		out = append(out, s...)
+	for node, s := range c.snapshot {
+		for i := range s {
+			out = append(out, s[i].state(node))
+		}
 	}
 	c.snapMu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -110,10 +155,11 @@ func (c *Controller) markAttached(va *storagev1.VolumeAttachment, now time.Time)
 		return false
 	}
 	marked := false
-	states := c.snapshot[node]
-	for i := range states {
-		if s := &states[i]; s.VolumeAttachment == va.Name && s.Phase == PhaseAttaching {
-			s.Phase, s.Since = PhaseAttached, now
+	records := c.snapshot[node]
+	attaching := unique.Make(PhaseAttaching)
+	for i := range records {
+		if r := &records[i]; r.va == va.Name && r.phase == attaching {
+			r.phase, r.since = unique.Make(PhaseAttached), unixNano(now)
 			marked = true
 		}
 	}
@@ -125,21 +171,24 @@ func (c *Controller) markAttached(va *storagev1.VolumeAttachment, now time.Time)
 func (c *Controller) setSnapshot(node string, states []PairState, now time.Time) {
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
-	prev := map[[4]string]PairState{}
-	for _, s := range c.snapshot[node] {
-		prev[[4]string{s.Pod, s.Volume, s.VolumeAttachment, s.UniqueName}] = s
-	}
-	for i := range states {
-		s := &states[i]
-		if p, ok := prev[[4]string{s.Pod, s.Volume, s.VolumeAttachment, s.UniqueName}]; ok && p.Phase == s.Phase && !p.Since.IsZero() {
-			s.Since = p.Since
-		} else {
-			s.Since = now
-		}
-	}
 	if len(states) == 0 {
 		delete(c.snapshot, node)
 		return
 	}
-	c.snapshot[node] = states
+	prev := make(map[[4]string]*pairRecord, len(c.snapshot[node]))
+	for i := range c.snapshot[node] {
+		r := &c.snapshot[node][i]
+		prev[[4]string{r.pod, r.volume, r.va, r.uniqueName}] = r
+	}
+	records := make([]pairRecord, len(states))
+	for i := range states {
+		r := recordOf(&states[i])
+		if p := prev[[4]string{r.pod, r.volume, r.va, r.uniqueName}]; p != nil && p.phase == r.phase && p.since != 0 {
+			r.since = p.since
+		} else {
+			r.since = unixNano(now)
+		}
+		records[i] = r
+	}
+	c.snapshot[node] = records
 }
