@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -22,7 +21,7 @@ import (
 // It is a runtime.Object so that client-go's generic paths (the mutation detector,
 // tombstones) treat it as any other cached object.
 type cachedPod struct {
-	metav1.ObjectMeta
+	compactMeta
 	nodeName string
 	phase    v1.PodPhase
 	// running: some container (init, app or ephemeral) is neither waiting nor terminated,
@@ -63,7 +62,7 @@ func (p *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 // DeepCopyObject implements runtime.Object.
 func (p *cachedPod) DeepCopyObject() runtime.Object {
 	out := *p
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.compactMeta = p.compactMeta.deepCopy()
 	out.volumes = make([]cachedVolume, len(p.volumes))
 	copy(out.volumes, p.volumes)
 	for i := range out.volumes {
@@ -78,10 +77,10 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 // the same trimmed pod back.
 func compactPod(p *v1.Pod) *cachedPod {
 	cp := &cachedPod{
-		ObjectMeta: p.ObjectMeta,
-		nodeName:   p.Spec.NodeName,
-		phase:      p.Status.Phase,
-		running:    migration.AnyContainerRunning(p),
+		compactMeta: compactMetaOf(&p.ObjectMeta),
+		nodeName:    p.Spec.NodeName,
+		phase:       p.Status.Phase,
+		running:     migration.AnyContainerRunning(p),
 	}
 	if n := len(p.Spec.Volumes); n > 0 {
 		cp.volumes = make([]cachedVolume, n)
@@ -132,7 +131,7 @@ func emptied(s *v1.VolumeSource) bool {
 // object metadata's maps and slices, which nothing in adc changes.
 func (p *cachedPod) object() *v1.Pod {
 	pod := &v1.Pod{
-		ObjectMeta: p.ObjectMeta,
+		ObjectMeta: p.objectMeta(),
 		Spec:       v1.PodSpec{NodeName: p.nodeName},
 		Status:     v1.PodStatus{Phase: p.phase},
 	}
@@ -214,7 +213,7 @@ func placementOf(obj interface{}) (podPlacement, bool) {
 		if p == nil {
 			return podPlacement{}, false
 		}
-		return podPlacement{node: p.nodeName, phase: p.phase, deleting: p.DeletionTimestamp != nil, running: p.running}, true
+		return podPlacement{node: p.nodeName, phase: p.phase, deleting: p.deletionTimestamp != nil, running: p.running}, true
 	}
 	return podPlacement{}, false
 }

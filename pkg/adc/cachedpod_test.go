@@ -14,8 +14,8 @@ import (
 )
 
 // TestCachedPodRebuildsTheTrimmedPod proves the compact cache form loses nothing the trimmed
-// pod has: every kind of volume, a deleted pod with a running container, owner references
-// and labels come back exactly, and the indexers and event handlers read both forms alike.
+// pod has: every kind of volume and a deleted pod with a running container come back
+// exactly, and the indexers and event handlers read both forms alike.
 func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 	deleted := metav1.Now()
 	running := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: deleted}}}}

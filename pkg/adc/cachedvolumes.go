@@ -2,7 +2,6 @@ package adc
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -12,7 +11,7 @@ import (
 // A v1.PersistentVolumeClaim is 480 bytes however empty; TrimInformerObjects trims a claim to
 // exactly these fields, so object() rebuilds the trimmed claim.
 type cachedClaim struct {
-	metav1.ObjectMeta
+	compactMeta
 	volumeName string
 	phase      v1.PersistentVolumeClaimPhase
 }
@@ -21,7 +20,7 @@ type cachedClaim struct {
 // spec, but its source as the one source it has instead of the 22 pointers of
 // v1.PersistentVolumeSource (176 bytes, all but one nil).
 type cachedPV struct {
-	metav1.ObjectMeta
+	compactMeta
 	// source is the spec's PersistentVolumeSource as packSource keeps it: the CSI or
 	// migratable in-tree source (*v1.CSIPersistentVolumeSource, ...) or the whole
 	// *v1.PersistentVolumeSource.
@@ -50,7 +49,7 @@ func (c *cachedClaim) GetObjectKind() schema.ObjectKind { return schema.EmptyObj
 // DeepCopyObject implements runtime.Object.
 func (c *cachedClaim) DeepCopyObject() runtime.Object {
 	out := *c
-	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.compactMeta = c.compactMeta.deepCopy()
 	return &out
 }
 
@@ -64,20 +63,20 @@ func (p *cachedPV) DeepCopyObject() runtime.Object {
 
 // compactClaim turns a claim trimmed by TrimInformerObjects into its cached form.
 func compactClaim(c *v1.PersistentVolumeClaim) *cachedClaim {
-	return &cachedClaim{ObjectMeta: c.ObjectMeta, volumeName: c.Spec.VolumeName, phase: c.Status.Phase}
+	return &cachedClaim{compactMeta: compactMetaOf(&c.ObjectMeta), volumeName: c.Spec.VolumeName, phase: c.Status.Phase}
 }
 
 // object rebuilds the trimmed claim; the result is the caller's (it shares the metadata's maps
 // and slices, which nothing in adc changes).
 func (c *cachedClaim) object() *v1.PersistentVolumeClaim {
-	return &v1.PersistentVolumeClaim{ObjectMeta: c.ObjectMeta,
+	return &v1.PersistentVolumeClaim{ObjectMeta: c.objectMeta(),
 		Spec: v1.PersistentVolumeClaimSpec{VolumeName: c.volumeName}, Status: v1.PersistentVolumeClaimStatus{Phase: c.phase}}
 }
 
 // compactPV turns a volume trimmed by TrimInformerObjects into its cached form.
 func compactPV(pv *v1.PersistentVolume) *cachedPV {
 	s := &pv.Spec
-	return &cachedPV{ObjectMeta: pv.ObjectMeta, source: packSource(&s.PersistentVolumeSource),
+	return &cachedPV{compactMeta: compactMetaOf(&pv.ObjectMeta), source: packSource(&s.PersistentVolumeSource),
 		capacity: s.Capacity, accessModes: s.AccessModes, claimRef: s.ClaimRef, reclaimPolicy: s.PersistentVolumeReclaimPolicy,
 		storageClassName: s.StorageClassName, mountOptions: s.MountOptions, volumeMode: s.VolumeMode,
 		nodeAffinity: s.NodeAffinity, volumeAttributesClassName: s.VolumeAttributesClassName}
@@ -86,7 +85,7 @@ func compactPV(pv *v1.PersistentVolume) *cachedPV {
 // object rebuilds the trimmed volume. The result is the caller's to read: it shares the source and
 // the rest of the spec with the cache, as a lister's object does.
 func (p *cachedPV) object() *v1.PersistentVolume {
-	return &v1.PersistentVolume{ObjectMeta: p.ObjectMeta, Spec: v1.PersistentVolumeSpec{
+	return &v1.PersistentVolume{ObjectMeta: p.objectMeta(), Spec: v1.PersistentVolumeSpec{
 		PersistentVolumeSource: unpackSource(p.source),
 		Capacity:               p.capacity, AccessModes: p.accessModes, ClaimRef: p.claimRef,
 		PersistentVolumeReclaimPolicy: p.reclaimPolicy, StorageClassName: p.storageClassName,

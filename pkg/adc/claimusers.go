@@ -104,12 +104,12 @@ func podClaimRefs(obj interface{}) (string, []claimRef) {
 			vol := &pod.volumes[i]
 			switch {
 			case vol.kind == volumeClaim:
-				refs = append(refs, claimRef{pod.Namespace, vol.claim})
+				refs = append(refs, claimRef{pod.namespace, vol.claim})
 			case vol.source != nil && vol.source.Ephemeral != nil:
-				refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + vol.name})
+				refs = append(refs, claimRef{pod.namespace, pod.name + "-" + vol.name})
 			}
 		}
-		return pod.Name, refs
+		return pod.name, refs
 	}
 	return "", nil
 }

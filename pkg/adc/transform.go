@@ -20,8 +20,10 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // at 10,000 volumes they cost more than everything else together.
 //
 // It keeps everything any decision, reconcile, status write, Event or report reads: object
-// identity and owner references, labels and annotations (but kubectl's last-applied copy),
-// the pod's node, volumes (sources of volume types adc only classifies are emptied, not
+// identity (name, namespace, UID, resourceVersion, deletion), a node's and a volume's labels
+// and annotations (but kubectl's last-applied copy), a claim's owners; pods, claims and
+// volumes lose the rest of their metadata (compactMeta keeps no more). Of the pod it keeps
+// its node, volumes (sources of volume types adc only classifies are emptied, not
 // dropped, so the same pairs exist), phase and whether a container runs; the node's spec,
 // conditions, volumesAttached, volumesInUse and kubelet version; a claim's phase and volume
 // name; a PersistentVolume's spec but its capacity. VolumeAttachments lose their attachment
@@ -43,18 +45,25 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 	switch o := obj.(type) {
 	case *v1.Pod:
 		trimMeta(o)
+		trimToCompactMeta(&o.ObjectMeta)
+		// Nothing reads a pod's labels, annotations or owners.
+		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
 		trimPod(o)
 	case *v1.Node:
 		trimMeta(o)
 		trimNode(o)
 	case *v1.PersistentVolume:
 		trimMeta(o)
+		// Its labels and annotations stay: translation reads the zone labels.
+		trimToCompactMeta(&o.ObjectMeta)
 		// Sizes decide nothing here; a one-entry ResourceList costs more than the rest of
 		// the spec. Nor does the status: the claim's side says whether it is bound.
 		o.Spec.Capacity = nil
 		o.Status = v1.PersistentVolumeStatus{}
 	case *v1.PersistentVolumeClaim:
 		trimMeta(o)
+		trimToCompactMeta(&o.ObjectMeta)
+		o.Labels, o.Annotations = nil, nil
 		// A pod's claim is resolved by name, owner, phase and the volume it is bound to.
 		o.Spec = v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}
 		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}

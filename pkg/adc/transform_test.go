@@ -234,8 +234,14 @@ func TestTrimInformerObjectsDropsWhatADCNeverReads(t *testing.T) {
 		t.Error("managedFields kept")
 	case tv[0].Status.AttachmentMetadata != nil || !tv[0].Status.Attached:
 		t.Errorf("VolumeAttachment status: want only the attachment metadata dropped, got %+v", tv[0].Status)
-	case p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || p.Annotations["team"] != "storage":
-		t.Errorf("pod annotations: want only kubectl's last-applied copy dropped, got %v", p.Annotations)
+	case p.Annotations != nil || p.Labels != nil:
+		t.Errorf("pod labels and annotations kept: %v %v", p.Labels, p.Annotations)
+	case n.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || n.Annotations["team"] != "storage" || n.Labels["app"] != "db":
+		t.Errorf("node annotations: want only kubectl's last-applied copy dropped, got %v", n.Annotations)
+	case to.PVs[0].Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" || to.PVs[0].Annotations["team"] != "storage" || to.PVs[0].Labels["app"] != "db":
+		t.Errorf("volume labels and annotations: want only kubectl's last-applied copy dropped, got %v %v", to.PVs[0].Labels, to.PVs[0].Annotations)
+	case to.PVCs[0].Annotations != nil || to.PVCs[0].Labels != nil:
+		t.Errorf("claim labels and annotations kept: %v %v", to.PVCs[0].Labels, to.PVCs[0].Annotations)
 	case len(p.Spec.Containers) != 0 || p.Spec.ServiceAccountName != "" || len(p.Status.Conditions) != 0 || p.Status.PodIP != "":
 		t.Errorf("pod spec/status not trimmed: %+v %+v", p.Spec, p.Status)
 	case len(p.Spec.Volumes) != len(pods[0].Spec.Volumes):
