@@ -26,8 +26,9 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // its node, volumes (sources of volume types adc only classifies are emptied, not
 // dropped, so the same pairs exist), phase and whether a container runs; the node's spec,
 // conditions, volumesAttached, volumesInUse and kubelet version; a claim's phase and volume
-// name; a PersistentVolume's spec but its capacity. VolumeAttachments lose their attachment
-// metadata, the other storage objects only managedFields.
+// name; a PersistentVolume's spec but its capacity and the claim reference's kind, API
+// version and resourceVersion. VolumeAttachments lose their attachment metadata, the other
+// storage objects only managedFields.
 //
 // Use it only on an informer factory adc owns (WithTrimmedObjects): inside
 // kube-controller-manager the factory is the host's and other controllers read its objects
@@ -60,6 +61,10 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		// the spec. Nor does the status: the claim's side says whether it is bound.
 		o.Spec.Capacity = nil
 		o.Status = v1.PersistentVolumeStatus{}
+		// The binding is checked by the claim's namespace, name and UID.
+		if ref := o.Spec.ClaimRef; ref != nil {
+			o.Spec.ClaimRef = &v1.ObjectReference{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+		}
 	case *v1.PersistentVolumeClaim:
 		trimMeta(o)
 		trimToCompactMeta(&o.ObjectMeta)

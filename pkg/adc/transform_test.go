@@ -100,7 +100,8 @@ func trimFixture() (pods []v1.Pod, objs migration.Objects, vas []storagev1.Volum
 			PersistentVolumeSource: src, AccessModes: rwo,
 			Capacity: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}
 		if claim != "" {
-			p.Spec.ClaimRef = &v1.ObjectReference{Namespace: "ns", Name: claim, UID: types.UID("uid-" + claim)}
+			p.Spec.ClaimRef = &v1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", ResourceVersion: "5",
+				Namespace: "ns", Name: claim, UID: types.UID("uid-" + claim)}
 		}
 		p.Status.Phase = v1.VolumeBound
 		bulk(&p.ObjectMeta)
