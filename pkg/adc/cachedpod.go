@@ -138,13 +138,20 @@ func (p *cachedPod) object() *v1.Pod {
 	if p.running {
 		pod.Status.ContainerStatuses = []v1.ContainerStatus{{State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
 	}
-	if len(p.volumes) > 0 {
-		pod.Spec.Volumes = make([]v1.Volume, len(p.volumes))
-		for i := range p.volumes {
-			pod.Spec.Volumes[i] = p.volumes[i].volume()
-		}
-	}
+	pod.Spec.Volumes = p.v1Volumes()
 	return pod
+}
+
+// v1Volumes rebuilds the trimmed pod's spec.volumes.
+func (p *cachedPod) v1Volumes() []v1.Volume {
+	if len(p.volumes) == 0 {
+		return nil
+	}
+	out := make([]v1.Volume, len(p.volumes))
+	for i := range p.volumes {
+		out[i] = p.volumes[i].volume()
+	}
+	return out
 }
 
 func (v *cachedVolume) volume() v1.Volume {

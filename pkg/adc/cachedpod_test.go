@@ -93,6 +93,14 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 			if a, _ := placementOf(&tc.pod); a != mustPlacement(t, cached) {
 				t.Errorf("placement differs: whole pod %+v, cached pod %+v", a, mustPlacement(t, cached))
 			}
+			meta, vols, ok := podVolumesOf(cached)
+			if !ok || meta.GetNamespace() != trimmed.Namespace || meta.GetName() != trimmed.Name || meta.GetUID() != trimmed.UID ||
+				!reflect.DeepEqual(vols, trimmed.Spec.Volumes) {
+				t.Errorf("volumes of the cached pod %v %+v, want %+v", ok, vols, trimmed.Spec.Volumes)
+			}
+			if pod := (&pair{podObj: cached}).podObject(); !reflect.DeepEqual(pod, trimmed) {
+				t.Errorf("the pair's pod %+v, want the trimmed pod", pod)
+			}
 			if got, want := mustPlacement(t, cached).active(), migration.PodIsActive(&tc.pod); got != want {
 				t.Errorf("active from the cached placement = %v, migration.PodIsActive = %v", got, want)
 			}

@@ -61,7 +61,7 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 				return
 			}
 			logger.V(2).Info("Created VolumeAttachment", "volumeAttachment", klog.KRef("", j.va.Name),
-				"pod", klog.KObj(j.pair.pod), "volume", j.pair.volume, "driver", j.pair.d.Driver)
+				"pod", j.pair.podRef(), "volume", j.pair.volume, "driver", j.pair.d.Driver)
 		}(j)
 	}
 	wg.Wait()

@@ -2,6 +2,9 @@ package adc
 
 import (
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -13,7 +16,8 @@ func managed(node *v1.Node) bool { return migration.IsManagedNode(node) }
 
 // pair is one volume of one active pod on the node being reconciled, with its decision.
 type pair struct {
-	pod    *v1.Pod
+	// podObj is the pod as the pod cache holds it (whole, or a cachedPod).
+	podObj interface{}
 	podKey string
 	volume string
 	pvName string
@@ -79,22 +83,21 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	cfg := &c.opts.Migration
 	var pairs []*pair
 	for _, obj := range objs {
-		// Inactive pods (most of a node's pods after a mass delete) are skipped before a
-		// cached pod is rebuilt.
 		if p, ok := placementOf(obj); !ok || !p.active() {
 			continue
 		}
-		pod, ok := podOf(obj)
+		meta, volumes, ok := podVolumesOf(obj)
 		if !ok {
 			continue
 		}
-		podKey := pod.Namespace + "/" + pod.Name
-		for _, pv := range migration.PodVolumes(pod, c.lookups) {
-			p := &pair{pod: pod, podKey: podKey, volume: pv.Name, pvName: pv.PVName, pv: pv.PV, inline: pv.Inline}
+		namespace := meta.GetNamespace()
+		podKey := namespace + "/" + meta.GetName()
+		for _, pv := range migration.VolumesOf(meta, volumes, c.lookups) {
+			p := &pair{podObj: obj, podKey: podKey, volume: pv.Name, pvName: pv.PVName, pv: pv.PV, inline: pv.Inline}
 			if pv.Pending != nil {
 				p.d = *pv.Pending
 			} else {
-				in.PV, in.InlineVolume, in.PodNamespace = pv.PV, pv.Inline, pod.Namespace
+				in.PV, in.InlineVolume, in.PodNamespace = pv.PV, pv.Inline, namespace
 				p.d = migration.Decide(cfg, &in)
 			}
 			p.ids = identify(&p.d, p.pvName, node.Name)
@@ -102,4 +105,35 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 		}
 	}
 	return pairs
+}
+
+// podObject is the pair's pod, rebuilt from the cache for an Event: the one reader that needs
+// it whole.
+func (p *pair) podObject() runtime.Object {
+	pod, _ := podOf(p.podObj)
+	return pod
+}
+
+// podRef names the pair's pod in logs.
+func (p *pair) podRef() klog.ObjectRef {
+	if m, ok := p.podObj.(klog.KMetadata); ok {
+		return klog.KObj(m)
+	}
+	return klog.ObjectRef{}
+}
+
+// podVolumesOf gives what deciding a pod's volumes reads of a pod cache entry (its metadata
+// and spec.volumes), without rebuilding a cached pod whole: only its volumes are.
+func podVolumesOf(obj interface{}) (metav1.Object, []v1.Volume, bool) {
+	switch p := obj.(type) {
+	case *v1.Pod:
+		if p != nil {
+			return &p.ObjectMeta, p.Spec.Volumes, true
+		}
+	case *cachedPod:
+		if p != nil {
+			return &p.compactMeta, p.v1Volumes(), true
+		}
+	}
+	return nil, nil, false
 }

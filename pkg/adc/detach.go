@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 )
 
@@ -69,7 +70,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	if inUse, why := volumeInUse(node, a); inUse {
 		_, forceWhy, _ := r.c.forceDetach(node, r.now)
 		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, forceWhy, why)
-		r.c.eventOnce(node, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
+		r.c.eventOnce(func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
 		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
 		forced = forcedLabel(node)
 	}
@@ -275,7 +276,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	var states []PairState
 	var toDetach []*storagev1.VolumeAttachment
 	for _, obj := range objs {
-		va, ok := obj.(*storagev1.VolumeAttachment)
+		va, ok := vaOf(obj)
 		if !ok {
 			continue
 		}

@@ -26,7 +26,7 @@ const (
 // the same message from this controller: one Event per pod and reason, not one per retry.
 // active collects the keys that are still current, so the memory is dropped once the
 // condition clears.
-func (c *Controller) eventOnce(obj runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
+func (c *Controller) eventOnce(obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
 	k := eventKey{pod: podKey, reason: reason}
 	active[k] = true
 	c.mu.Lock()
@@ -36,6 +36,6 @@ func (c *Controller) eventOnce(obj runtime.Object, podKey, eventType, reason, me
 	}
 	c.mu.Unlock()
 	if !same {
-		c.recorder.Event(obj, eventType, reason, message)
+		c.recorder.Event(obj(), eventType, reason, message)
 	}
 }

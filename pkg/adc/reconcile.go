@@ -199,7 +199,7 @@ func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
 	}
 	if a.va != nil && a.va.Status.AttachError != nil && !a.attached {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %s", p.volume, a.va.Status.AttachError.Message)
-		r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 		st.Reason = "the external-attacher reports: " + a.va.Status.AttachError.Message
 	}
 }
@@ -225,8 +225,8 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	case p.d.Mechanism == migration.MechanismInTree:
 		reason = ReasonNoInTreeAttacher
 	}
-	r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
-	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podKey, "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
+	r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
+	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podRef(), "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
 // attachCSI queues the VolumeAttachment of a pair for runCreates, once the ReadWriteOnce
@@ -260,7 +260,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	r.c.release(p.ids.sourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
-		r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 		r.errs = append(r.errs, fmt.Errorf("in-tree attach of %s to node %s: %w", p.d.UniqueName, r.node.Name, err))
 		st.Phase = PhaseAttaching
 		st.Reason = msg
@@ -268,7 +268,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	}
 	r.c.recordInTree(r.node.Name, vol, devicePath)
 	r.started[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
-	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", klog.KObj(p.pod), "devicePath", devicePath)
+	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
 
@@ -287,7 +287,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	st.Phase = PhaseMultiAttach
 	st.Reason = fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)
 	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
-	r.c.eventOnce(p.pod, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+	r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 	return false
 }
 

@@ -78,16 +78,23 @@ func PodVolumes(pod *v1.Pod, lookup ClaimLookup) []PodVolume {
 	if pod == nil {
 		return nil
 	}
-	out := make([]PodVolume, 0, len(pod.Spec.Volumes))
-	for i := range pod.Spec.Volumes {
-		vol := &pod.Spec.Volumes[i]
+	return VolumesOf(&pod.ObjectMeta, pod.Spec.Volumes, lookup)
+}
+
+// VolumesOf is PodVolumes of a pod given by its metadata (namespace, name and UID are read)
+// and its spec.volumes: a cache that keeps pods in a compact form resolves their volumes
+// without rebuilding whole pods. Inline volumes point into volumes.
+func VolumesOf(pod metav1.Object, volumes []v1.Volume, lookup ClaimLookup) []PodVolume {
+	out := make([]PodVolume, 0, len(volumes))
+	for i := range volumes {
+		vol := &volumes[i]
 		pv := PodVolume{Name: vol.Name}
 		switch {
 		case vol.PersistentVolumeClaim != nil:
 			pv.ClaimName = vol.PersistentVolumeClaim.ClaimName
 			resolveClaim(&pv, pod, lookup, false)
 		case vol.Ephemeral != nil:
-			pv.ClaimName = pod.Name + "-" + vol.Name
+			pv.ClaimName = pod.GetName() + "-" + vol.Name
 			resolveClaim(&pv, pod, lookup, true)
 		default:
 			pv.Inline = vol
@@ -97,8 +104,9 @@ func PodVolumes(pod *v1.Pod, lookup ClaimLookup) []PodVolume {
 	return out
 }
 
-func resolveClaim(pv *PodVolume, pod *v1.Pod, lookup ClaimLookup, ephemeral bool) {
-	claim := strconv.Quote(pod.Namespace + "/" + pv.ClaimName)
+func resolveClaim(pv *PodVolume, pod metav1.Object, lookup ClaimLookup, ephemeral bool) {
+	namespace := pod.GetNamespace()
+	claim := strconv.Quote(namespace + "/" + pv.ClaimName)
 	if pv.ClaimName == "" {
 		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "pod volume " + strconv.Quote(pv.Name) + " names no PersistentVolumeClaim; fix the pod spec"}
 		return
@@ -107,7 +115,7 @@ func resolveClaim(pv *PodVolume, pod *v1.Pod, lookup ClaimLookup, ephemeral bool
 		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " cannot be looked up (no claim lookup); waiting"}
 		return
 	}
-	pvc := lookup.PersistentVolumeClaim(pod.Namespace, pv.ClaimName)
+	pvc := lookup.PersistentVolumeClaim(namespace, pv.ClaimName)
 	if pvc == nil {
 		why := "does not exist yet; waiting for it to be created"
 		if ephemeral {
@@ -117,7 +125,7 @@ func resolveClaim(pv *PodVolume, pod *v1.Pod, lookup ClaimLookup, ephemeral bool
 		return
 	}
 	if ephemeral && !metav1.IsControlledBy(pvc, pod) {
-		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " was not created for pod " + strconv.Quote(pod.Namespace+"/"+pod.Name) +
+		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " was not created for pod " + strconv.Quote(namespace+"/"+pod.GetName()) +
 			" (the pod is not its controller), so the generic ephemeral volume " + strconv.Quote(pv.Name) + " cannot use it; delete or rename the conflicting claim"}
 		return
 	}
