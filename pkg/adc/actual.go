@@ -47,7 +47,7 @@ func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachme
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, obj := range objs {
-		va, ok := obj.(*storagev1.VolumeAttachment)
+		va, ok := vaOf(obj)
 		if !ok {
 			continue
 		}

@@ -214,12 +214,15 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 // judgeExpectation decides one stored create expectation against the informer store.
 func (c *Controller) judgeExpectation(ctx context.Context, e *expectedVA, storeRV string, now time.Time) expectationVerdict {
 	if obj, ok, _ := c.vas.GetByKey(e.va.Name); ok {
-		va, isVA := obj.(*storagev1.VolumeAttachment)
-		if isVA && va.UID == e.va.UID {
+		va, isVA := vaOf(obj)
+		if !isVA {
+			return expectationPending
+		}
+		if va.UID == e.va.UID {
 			return expectationSeen
 		}
 		// Another object under the name: a replacement if the store's copy is newer.
-		if cmp, err := resourceversion.CompareResourceVersion(va.ResourceVersion, e.va.ResourceVersion); isVA && err == nil && cmp > 0 {
+		if cmp, err := resourceversion.CompareResourceVersion(va.ResourceVersion, e.va.ResourceVersion); err == nil && cmp > 0 {
 			return expectationGone
 		}
 		return expectationPending
@@ -260,7 +263,7 @@ func (c *Controller) pruneDeleteRequest(name string) {
 	if !ok {
 		return
 	}
-	if va, isVA := obj.(*storagev1.VolumeAttachment); inStore && isVA && va.UID == r.uid {
+	if va, isVA := vaOf(obj); inStore && isVA && va.UID == r.uid {
 		return
 	}
 	if e := c.world.expectedVAs.get(name); e != nil && e.stored && e.va.UID == r.uid {

@@ -154,7 +154,7 @@ func (c *Controller) csiDriverHandler() cache.ResourceEventHandler {
 func (c *Controller) vaHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+			if va, ok := vaOf(obj); ok {
 				created := c.observedVA(va)
 				c.vaChanged(va)
 				if created && vaPending(va) {
@@ -165,13 +165,13 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			va, ok := cur.(*storagev1.VolumeAttachment)
+			va, ok := vaOf(cur)
 			if !ok {
 				return
 			}
 			c.observedVA(va)
 			c.vaChanged(va)
-			prev, ok := old.(*storagev1.VolumeAttachment)
+			prev, ok := vaOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)
 				return
@@ -192,7 +192,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			va, ok := unwrapTombstone(obj).(*storagev1.VolumeAttachment)
+			va, ok := vaOf(unwrapTombstone(obj))
 			if !ok {
 				return
 			}

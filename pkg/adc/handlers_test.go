@@ -137,32 +137,39 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 		}), wantNode: []string{"n1"}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newHandlerController(t)
-			if tc.states != nil {
-				c.setSnapshot("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
-			}
-			if tc.syncing {
-				defer c.beginSync("n1")()
-			}
-			c.vaHandler().OnUpdate(tc.old, tc.cur)
-			if got := drain(c.nodeQueue); !reflect.DeepEqual(got, tc.wantNode) {
-				t.Errorf("node queue %v, want %v", got, tc.wantNode)
-			}
-			if got := drain(c.statusQueue); !reflect.DeepEqual(got, tc.wantSts) {
-				t.Errorf("status queue %v, want %v", got, tc.wantSts)
-			}
-			var phases []Phase
-			for _, s := range c.Snapshot() {
-				phases = append(phases, s.Phase)
-				if s.Phase == PhaseAttached && !s.Since.After(now.Add(-time.Second)) {
-					t.Errorf("pair %s attached since %s, want the time it was marked", s.Pod, s.Since)
+		for _, form := range []string{"whole", "cached"} {
+			t.Run(tc.name+"/"+form, func(t *testing.T) {
+				c := newHandlerController(t)
+				if tc.states != nil {
+					c.setSnapshot("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
 				}
-			}
-			if !reflect.DeepEqual(phases, tc.wantPhases) {
-				t.Errorf("phases %v, want %v", phases, tc.wantPhases)
-			}
-		})
+				if tc.syncing {
+					defer c.beginSync("n1")()
+				}
+				old, cur := interface{}(tc.old), interface{}(tc.cur)
+				if form == "cached" {
+					old, _ = cacheTransform(tc.old.DeepCopy())
+					cur, _ = cacheTransform(tc.cur.DeepCopy())
+				}
+				c.vaHandler().OnUpdate(old, cur)
+				if got := drain(c.nodeQueue); !reflect.DeepEqual(got, tc.wantNode) {
+					t.Errorf("node queue %v, want %v", got, tc.wantNode)
+				}
+				if got := drain(c.statusQueue); !reflect.DeepEqual(got, tc.wantSts) {
+					t.Errorf("status queue %v, want %v", got, tc.wantSts)
+				}
+				var phases []Phase
+				for _, s := range c.Snapshot() {
+					phases = append(phases, s.Phase)
+					if s.Phase == PhaseAttached && !s.Since.After(now.Add(-time.Second)) {
+						t.Errorf("pair %s attached since %s, want the time it was marked", s.Pod, s.Since)
+					}
+				}
+				if !reflect.DeepEqual(phases, tc.wantPhases) {
+					t.Errorf("phases %v, want %v", phases, tc.wantPhases)
+				}
+			})
+		}
 	}
 }
 

@@ -37,11 +37,13 @@ func podNodeName(obj interface{}) ([]string, error) {
 }
 
 func vaNodeName(obj interface{}) ([]string, error) {
-	va, ok := obj.(*storagev1.VolumeAttachment)
-	if !ok {
-		return nil, nil
+	switch va := obj.(type) {
+	case *storagev1.VolumeAttachment:
+		return []string{va.Spec.NodeName}, nil
+	case *cachedVA:
+		return []string{va.nodeName}, nil
 	}
-	return []string{va.Spec.NodeName}, nil
+	return nil, nil
 }
 
 // vaSourceKey names the volume a VolumeAttachment attaches, independent of the node:

@@ -25,7 +25,7 @@ import (
 )
 
 // memAttacher is an AttachmentWriter over the in-memory VolumeAttachment store: a create is
-// stored at once, as an informer would show it, and remembered for the benchmark's attacher.
+// stored at once, as adc's informer would show it (compact), and remembered for the benchmark's attacher.
 type memAttacher struct {
 	mu      sync.Mutex
 	store   cache.Indexer
@@ -43,7 +43,11 @@ func (m *memAttacher) Create(_ context.Context, va *storagev1.VolumeAttachment) 
 	va.UID = types.UID(fmt.Sprintf("uid-%d", m.rv))
 	va.ResourceVersion = fmt.Sprint(m.rv)
 	m.created = append(m.created, va)
-	return va, m.store.Add(va)
+	cached, err := cacheTransform(va.DeepCopy())
+	if err != nil {
+		return nil, err
+	}
+	return va, m.store.Add(cached)
 }
 
 func (m *memAttacher) Delete(context.Context, string, types.UID) error { return nil }
@@ -151,7 +155,11 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 	for _, va := range created {
 		attached := va.DeepCopy()
 		attached.Status.Attached = true
-		if err := s.vas.store.Update(attached); err != nil {
+		cached, err := cacheTransform(attached.DeepCopy())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := s.vas.store.Update(cached); err != nil {
 			tb.Fatal(err)
 		}
 		s.c.observedVA(attached)

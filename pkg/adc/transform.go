@@ -74,6 +74,9 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *storagev1.VolumeAttachment:
 		trimMeta(o)
+		// Nothing reads its labels, annotations (the attacher's node ID), owners or finalizers.
+		trimToCompactMeta(&o.ObjectMeta)
+		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
 		// The driver's publish context (device paths and the like) is the kubelet's to
 		// read; adc lists CSI volumes without a device path, as upstream does.
 		o.Status.AttachmentMetadata = nil
@@ -113,6 +116,8 @@ func compact(obj interface{}) interface{} {
 		return compactClaim(o)
 	case *v1.PersistentVolume:
 		return compactPV(o)
+	case *storagev1.VolumeAttachment:
+		return compactVA(o)
 	}
 	return obj
 }

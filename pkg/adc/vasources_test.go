@@ -10,14 +10,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func vaOf(name, node, pv string) *storagev1.VolumeAttachment {
+func newTestVA(name, node, pv string) *storagev1.VolumeAttachment {
 	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
 }
 
 func TestVASources(t *testing.T) {
 	s := vaSources{}
-	a, b := vaOf("csi-a", "n1", "pv1"), vaOf("csi-b", "n2", "pv1")
+	a, b := newTestVA("csi-a", "n1", "pv1"), newTestVA("csi-b", "n2", "pv1")
 	s.add(a)
 	s.add(a)
 	if got := len(s["pv:pv1"]); got != 1 {
@@ -51,7 +51,7 @@ func TestVASources(t *testing.T) {
 func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
 	c := newHandlerController(t)
 	p := &pair{ids: identity{sourceKey: "pv:pv1"}}
-	va := vaOf("csi-a", "n1", "pv1")
+	va := newTestVA("csi-a", "n1", "pv1")
 	if other := c.reserveVolume(p, "n1"); other != "" {
 		t.Fatalf("a free volume is held by %q", other)
 	}
