@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -218,7 +217,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 
 	run := func(ctx context.Context) {
 		// adc owns this factory, so its caches keep only what adc reads (most of its memory).
-		factory := informers.NewSharedInformerFactoryWithOptions(client, f.resync, adc.WithTrimmedObjects())
+		factory := adc.NewInformerFactory(client, f.resync)
 		ctrl, err := adc.New(client, dyn, factory, opts)
 		if err != nil {
 			logger.Error(err, "Creating the controller")

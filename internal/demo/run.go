@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/internal/controlplane"
@@ -70,7 +69,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	inTree := &simulator.InTreeAttacher{Delay: o.AttachDelay}
-	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, adc.WithTrimmedObjects())
+	factory := adc.NewInformerFactory(c, 0)
 	ctrl, err := adc.New(c, cp.Dynamic, factory, adc.Options{Migration: Migration(), InTreeAttacher: inTree, Observer: o.Observer})
 	if err != nil {
 		return err
