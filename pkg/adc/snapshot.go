@@ -159,7 +159,8 @@ func (c *Controller) markAttached(va *storagev1.VolumeAttachment, now time.Time)
 	attaching := unique.Make(PhaseAttaching)
 	for i := range records {
 		if r := &records[i]; r.va == va.Name && r.phase == attaching {
-			r.phase, r.since = unique.Make(PhaseAttached), unixNano(now)
+			// The informer's copy of the name, not the decision's: one copy fewer per volume.
+			r.va, r.phase, r.since = va.Name, unique.Make(PhaseAttached), unixNano(now)
 			marked = true
 		}
 	}
