@@ -14,20 +14,20 @@ type claimRef struct{ namespace, name string }
 // claimUsers finds the pods that use a claim, so that a claim or PersistentVolume change
 // re-decides their nodes. It replaces a client-go index on the pod informer, which kept a
 // one-element set per claim (~250 bytes with its key, ~2.5 MB at 10,000 volumes); here a claim
-// costs a map slot and a one-element slice.
+// used by one pod costs a map slot holding the pod's name.
 //
 // The pod event handler maintains it, so it can trail the pod cache by the handler's delay.
 // That loses nothing: the handler that adds a pod here has enqueued the pod's node, and that
 // node's sync reads the claim and volume caches afterwards, so a claim change missed here was
-// already seen there. Inside kube-controller-manager it also adds no index to the host's
-// shared pod informer.
+// already seen there. Workers start once the handler has seen every pod listed at start-up.
+// Inside kube-controller-manager it also adds no index to the host's shared pod informer.
 type claimUsers struct {
 	mu sync.RWMutex
 	// pods holds, per claim, the names of the pods in its namespace that use it.
-	pods map[claimRef][]string
+	pods multiMap[claimRef, string]
 }
 
-func newClaimUsers() *claimUsers { return &claimUsers{pods: map[claimRef][]string{}} }
+func newClaimUsers() *claimUsers { return &claimUsers{pods: newMultiMap[claimRef, string]()} }
 
 // update replaces what old said (nil for an added pod) with what cur says (nil for a
 // deleted pod). Pod volumes are immutable, so an update normally changes nothing here.
@@ -40,27 +40,10 @@ func (u *claimUsers) update(old, cur interface{}) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, ref := range oldClaims {
-		u.remove(ref, oldName)
+		u.pods.remove(ref, oldName)
 	}
 	for _, ref := range curClaims {
-		if !slices.Contains(u.pods[ref], curName) {
-			u.pods[ref] = append(u.pods[ref], curName)
-		}
-	}
-}
-
-func (u *claimUsers) remove(ref claimRef, pod string) {
-	names := u.pods[ref]
-	for i, n := range names {
-		if n != pod {
-			continue
-		}
-		if len(names) == 1 {
-			delete(u.pods, ref)
-			return
-		}
-		u.pods[ref] = append(names[:i:i], names[i+1:]...)
-		return
+		u.pods.add(ref, curName)
 	}
 }
 
@@ -68,12 +51,11 @@ func (u *claimUsers) remove(ref claimRef, pod string) {
 func (u *claimUsers) podKeys(ref claimRef) []string {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
-	names := u.pods[ref]
-	keys := make([]string, len(names))
+	names := u.pods.values(ref)
 	for i, n := range names {
-		keys[i] = ref.namespace + "/" + n
+		names[i] = ref.namespace + "/" + n
 	}
-	return keys
+	return names
 }
 
 // podClaimRefs returns a pod's name and the claims it uses (its persistentVolumeClaim

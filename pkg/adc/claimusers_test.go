@@ -34,6 +34,9 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 		{name: "two pods share a claim; deleting one keeps the other",
 			events: []event{{nil, pod("a", "c1")}, {nil, pod("b", "c1")}, {pod("a", "c1"), nil}},
 			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/b"}}},
+		{name: "three pods share a claim; deleting the first keeps the others",
+			events: []event{{nil, pod("a", "c1")}, {nil, pod("b", "c1")}, {nil, pod("c", "c1")}, {pod("a", "c1"), nil}},
+			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/b", "ns/c"}}},
 		{name: "deleting the last user forgets the claim",
 			events: []event{{nil, pod("a", "c1")}, {pod("a", "c1"), nil}},
 			want:   map[claimRef][]string{{"ns", "c1"}: nil}},
@@ -62,7 +65,7 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 				}
 			}
 			if len(tc.want) > 0 {
-				for ref := range u.pods {
+				for ref := range u.pods.one {
 					if _, ok := tc.want[ref]; !ok {
 						t.Errorf("unexpected claim %v kept", ref)
 					}

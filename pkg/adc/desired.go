@@ -57,9 +57,9 @@ func identify(d *migration.Decision, pvName, node string) identity {
 	}
 	switch {
 	case pvName != "":
-		id.sourceKey = "pv:" + pvName
+		id.sourceKey = pvKeyPrefix + pvName
 	case d.Driver != "" && d.VolumeHandle != "":
-		id.sourceKey = "inline:" + d.Driver + "^" + d.VolumeHandle
+		id.sourceKey = inlineKeyPrefix + d.Driver + "^" + d.VolumeHandle
 	case id.inTreeUnique != "":
 		id.sourceKey = "intree:" + id.inTreeUnique
 	}

@@ -51,9 +51,15 @@ func vaNodeName(obj interface{}) ([]string, error) {
 func vaSourceKey(va *storagev1.VolumeAttachment) string {
 	switch src := va.Spec.Source; {
 	case src.PersistentVolumeName != nil:
-		return "pv:" + *src.PersistentVolumeName
+		return pvKeyPrefix + *src.PersistentVolumeName
 	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
-		return "inline:" + va.Spec.Attacher + "^" + src.InlineVolumeSpec.CSI.VolumeHandle
+		return inlineKeyPrefix + va.Spec.Attacher + "^" + src.InlineVolumeSpec.CSI.VolumeHandle
 	}
 	return ""
 }
+
+// The prefixes of volume source keys.
+const (
+	pvKeyPrefix     = "pv:"
+	inlineKeyPrefix = "inline:"
+)

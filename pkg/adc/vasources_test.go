@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,11 +17,11 @@ func newTestVA(name, node, pv string) *storagev1.VolumeAttachment {
 }
 
 func TestVASources(t *testing.T) {
-	s := vaSources{}
+	s := newVASources()
 	a, b := newTestVA("csi-a", "n1", "pv1"), newTestVA("csi-b", "n2", "pv1")
 	s.add(a)
 	s.add(a)
-	if got := len(s["pv:pv1"]); got != 1 {
+	if got := len(s.m.values(volumeKey{pv: "pv1"})); got != 1 {
 		t.Fatalf("adding twice kept %d entries, want 1", got)
 	}
 	if got := s.nodeOtherThan("pv:pv1", "n2"); got != "n1" {
@@ -36,12 +37,22 @@ func TestVASources(t *testing.T) {
 	}
 	s.remove(b)
 	s.remove(b)
-	if len(s) != 0 {
-		t.Errorf("removing every attachment left %v", s)
+	if s.m.len() != 0 {
+		t.Errorf("removing every attachment left %v", s.m.one)
 	}
 	s.add(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "no-source"}})
-	if len(s) != 0 {
-		t.Errorf("a VolumeAttachment without a source was recorded: %v", s)
+	if s.m.len() != 0 {
+		t.Errorf("a VolumeAttachment without a source was recorded: %v", s.m.one)
+	}
+	inline := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-i"}, Spec: storagev1.VolumeAttachmentSpec{
+		Attacher: "d", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}}}
+	s.add(inline)
+	if got := s.nodeOtherThan(vaSourceKey(inline), "n2"); got != "n1" {
+		t.Errorf("inline volume: nodeOtherThan(n2) = %q, want n1", got)
+	}
+	if got := s.nodeOtherThan("intree:kubernetes.io/gce-pd/d", "n2"); got != "" {
+		t.Errorf("an in-tree key found %q", got)
 	}
 }
 

@@ -74,7 +74,7 @@ func newWorld() *world {
 		inTreeSeeded:    map[string]bool{},
 		detaching:       map[string]map[string]bool{},
 		expectedVAs:     newVAExpectations(),
-		vaSources:       vaSources{},
+		vaSources:       newVASources(),
 		deleteRequested: map[string]deleteRequest{},
 		reservations:    map[string]string{},
 		waiters:         map[string]map[string]bool{},
