@@ -8,7 +8,7 @@ import (
 // compactMeta is the object metadata adc's compact cache forms keep: identity, version,
 // deletion, and the labels, annotations and owners of the kinds whose decisions read them
 // (a volume's labels name its zone for translation, a claim's owner says whether a pod's
-// generic ephemeral volume may use it). A metav1.ObjectMeta is 256 bytes however empty; this
+// generic ephemeral volume may use it). A metav1.ObjectMeta is 232 bytes however empty; this
 // is 112. TrimInformerObjects leaves pods, claims and volumes with exactly these fields, so a
 // compact form rebuilds the trimmed object.
 //

@@ -9,9 +9,9 @@ import (
 
 // cachedVA is what adc's own VolumeAttachment informer keeps of a trimmed VolumeAttachment:
 // its identity, spec and status without the attachment metadata. A storagev1.VolumeAttachment
-// is 384 bytes however empty, one per attached volume; this is 192. object() rebuilds the
-// trimmed VolumeAttachment for the code that reads them (inside kube-controller-manager the
-// host's informers hold whole ones).
+// is 344 bytes however empty (a 352-byte allocation), one per attached volume; this is 184
+// (192). object() rebuilds the trimmed VolumeAttachment for the code that reads them (inside
+// kube-controller-manager the host's informers hold whole ones).
 type cachedVA struct {
 	compactMeta
 	attacher, nodeName string
