@@ -56,27 +56,7 @@ func TestCachedPodRebuildsTheTrimmedPod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			trimmed := tc.pod.DeepCopy()
-			if _, err := TrimInformerObjects(trimmed); err != nil {
-				t.Fatal(err)
-			}
-			obj, err := cacheTransform(tc.pod.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cached, ok := obj.(*cachedPod)
-			if !ok {
-				t.Fatalf("cacheTransform gave %T, want *cachedPod", obj)
-			}
-			if got := cached.object(); !reflect.DeepEqual(got, trimmed) {
-				t.Errorf("rebuilt pod differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
-			}
-			if again, _ := cacheTransform(cached); again != obj {
-				t.Error("cacheTransform is not idempotent on a cached pod")
-			}
-			if cp := cached.DeepCopyObject().(*cachedPod); !reflect.DeepEqual(cp.object(), trimmed) {
-				t.Error("DeepCopyObject lost something")
-			}
+			trimmed, cached := checkCompactForm[v1.Pod, *cachedPod](t, &tc.pod, podOf)
 			whole, _ := podNodeName(&tc.pod)
 			fromCache, _ := podNodeName(cached)
 			if !reflect.DeepEqual(whole, fromCache) {

@@ -29,29 +29,9 @@ func TestCachedVARebuildsTheTrimmedVA(t *testing.T) {
 	}
 	for name, va := range cases {
 		t.Run(name, func(t *testing.T) {
-			trimmed := va.DeepCopy()
-			if _, err := TrimInformerObjects(trimmed); err != nil {
-				t.Fatal(err)
-			}
+			trimmed, cached := checkCompactForm[storagev1.VolumeAttachment, *cachedVA](t, &va, vaOf)
 			if trimmed.Finalizers != nil || trimmed.Annotations != nil || trimmed.Status.AttachmentMetadata != nil {
 				t.Errorf("trimming kept what nothing reads: %+v", trimmed)
-			}
-			obj, err := cacheTransform(va.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cached, ok := obj.(*cachedVA)
-			if !ok {
-				t.Fatalf("cacheTransform gave %T, want *cachedVA", obj)
-			}
-			if got, _ := vaOf(cached); !reflect.DeepEqual(got, trimmed) {
-				t.Errorf("rebuilt VolumeAttachment differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
-			}
-			if got, _ := vaOf(cached.DeepCopyObject()); !reflect.DeepEqual(got, trimmed) {
-				t.Error("DeepCopyObject lost something")
-			}
-			if again, _ := cacheTransform(cached); again != obj {
-				t.Error("cacheTransform is not idempotent on a cached VolumeAttachment")
 			}
 			whole, _ := vaNodeName(&va)
 			fromCache, _ := vaNodeName(cached)

@@ -50,27 +50,7 @@ func TestCachedPVRebuildsTheTrimmedVolume(t *testing.T) {
 	}
 	for name, pv := range cases {
 		t.Run(name, func(t *testing.T) {
-			trimmed := pv.DeepCopy()
-			if _, err := TrimInformerObjects(trimmed); err != nil {
-				t.Fatal(err)
-			}
-			obj, err := cacheTransform(pv.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cached, ok := obj.(*cachedPV)
-			if !ok {
-				t.Fatalf("cacheTransform gave %T, want *cachedPV", obj)
-			}
-			if got := cached.object(); !reflect.DeepEqual(got, trimmed) {
-				t.Errorf("rebuilt volume differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
-			}
-			if got, _ := pvOf(cached.DeepCopyObject()); !reflect.DeepEqual(got, trimmed) {
-				t.Error("DeepCopyObject lost something")
-			}
-			if again, _ := cacheTransform(cached); again != obj {
-				t.Error("cacheTransform is not idempotent on a cached volume")
-			}
+			trimmed, cached := checkCompactForm[v1.PersistentVolume, *cachedPV](t, &pv, pvOf)
 			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 			if err := store.Add(cached); err != nil {
 				t.Fatal(err)
@@ -95,24 +75,7 @@ func TestCachedClaimRebuildsTheTrimmedClaim(t *testing.T) {
 			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
 		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
 	}
-	trimmed := pvc.DeepCopy()
-	if _, err := TrimInformerObjects(trimmed); err != nil {
-		t.Fatal(err)
-	}
-	obj, err := cacheTransform(pvc.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cached, ok := obj.(*cachedClaim)
-	if !ok {
-		t.Fatalf("cacheTransform gave %T, want *cachedClaim", obj)
-	}
-	if got, _ := claimOf(cached); !reflect.DeepEqual(got, trimmed) {
-		t.Errorf("rebuilt claim differs from the trimmed one:\n got  %+v\n want %+v", got, trimmed)
-	}
-	if got, _ := claimOf(cached.DeepCopyObject()); !reflect.DeepEqual(got, trimmed) {
-		t.Error("DeepCopyObject lost something")
-	}
+	trimmed, _ := checkCompactForm[v1.PersistentVolumeClaim, *cachedClaim](t, pvc, claimOf)
 	if trimmed.Spec.VolumeName != "pv-1" || trimmed.Status.Phase != v1.ClaimBound || len(trimmed.OwnerReferences) != 1 {
 		t.Errorf("trimmed claim lost what adc reads: %+v", trimmed)
 	}
