@@ -37,53 +37,42 @@ func (a *attachment) mechanism() migration.Mechanism {
 }
 
 // actualAttachments rebuilds the node's actual state from the VolumeAttachment cache, the
-// creates the cache has not shown yet, and the in-tree attachments (seeded from the node's
-// status.volumesAttached the first time, so a restart or a takeover from another controller
-// keeps them).
+// creates the cache has not shown yet, and the in-tree attachments (learned from the node's
+// status.volumesAttached, so a restart or a takeover from another controller keeps them).
+//
+// The store is read under the controller's lock: the informer updates its store before it
+// calls the handler that ends a create expectation (under the same lock), so a
+// VolumeAttachment the informer delivers meanwhile is either in this read of the store or
+// still expected, never in neither.
 func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	objs, _ := c.vas.ByIndex(vaByNodeIndex, node.Name)
 	atts := make([]*attachment, 0, len(objs))
 	seen := make(map[string]bool, len(objs))
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, obj := range objs {
 		va, ok := vaOf(obj)
 		if !ok {
 			continue
 		}
 		seen[va.Name] = true
-		atts = append(atts, c.vaAttachmentLocked(va, now))
+		atts = append(atts, c.vaAttachmentLocked(va, node, now))
 	}
 	for name, exp := range c.world.expectedVAs.onNode(node.Name) {
 		if seen[name] {
 			continue
 		}
-		atts = append(atts, c.vaAttachmentLocked(exp.va, now))
+		atts = append(atts, c.vaAttachmentLocked(exp.va, node, now))
 	}
-	if !c.world.inTreeSeeded[node.Name] {
-		c.world.inTreeSeeded[node.Name] = true
-		for _, av := range node.Status.VolumesAttached {
-			name := string(av.Name)
-			if strings.HasPrefix(name, csiUniquePrefix) {
-				continue
-			}
-			if c.world.inTree[node.Name] == nil {
-				c.world.inTree[node.Name] = map[string]inTreeAttachment{}
-			}
-			c.world.inTree[node.Name][name] = inTreeAttachment{
-				volume:     InTreeVolume{Plugin: pluginOfUniqueName(name), UniqueName: name},
-				devicePath: av.DevicePath,
-			}
-		}
-	}
+	c.learnInTreeLocked(node)
 	for name, it := range c.world.inTree[node.Name] {
 		it := it
-		atts = append(atts, &attachment{inTree: &it, uniqueName: name, attached: true, sourceKey: "intree:" + name})
+		atts = append(atts, &attachment{inTree: &it, uniqueName: name, attached: true, sourceKey: inTreeKey(name)})
 	}
 	return atts
 }
 
-func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, now time.Time) *attachment {
+func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, node *v1.Node, now time.Time) *attachment {
 	a := &attachment{
 		va:        va,
 		driver:    va.Spec.Attacher,
@@ -96,11 +85,41 @@ func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, now time
 		a.pvName = *src.PersistentVolumeName
 		if driver, handle, ok := c.lookups.pvCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
 			a.uniqueName = migration.CSIUniqueName(driver, handle)
+		} else {
+			// The PersistentVolume is gone (or no longer names this driver): the node's own
+			// lists still say which volume the object attaches.
+			a.uniqueName = uniqueNameOnNode(va, node)
 		}
 	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
 		a.uniqueName = migration.CSIUniqueName(va.Spec.Attacher, src.InlineVolumeSpec.CSI.VolumeHandle)
 	}
 	return a
+}
+
+// uniqueNameOnNode finds the unique name of a VolumeAttachment that adc cannot name from its
+// PersistentVolume (deleted): the CSI volume of its driver, listed in the node's
+// status.volumesAttached or volumesInUse, whose VolumeAttachment name (derived from handle,
+// driver and node, as the kubelet derives it) is the object's. Empty when the node lists none.
+func uniqueNameOnNode(va *storagev1.VolumeAttachment, node *v1.Node) string {
+	if node == nil {
+		return ""
+	}
+	prefix := csiUniquePrefix + va.Spec.Attacher + "^"
+	match := func(name string) bool {
+		handle, ok := strings.CutPrefix(name, prefix)
+		return ok && migration.VolumeAttachmentName(handle, va.Spec.Attacher, node.Name) == va.Name
+	}
+	for _, av := range node.Status.VolumesAttached {
+		if match(string(av.Name)) {
+			return string(av.Name)
+		}
+	}
+	for _, u := range node.Status.VolumesInUse {
+		if match(string(u)) {
+			return string(u)
+		}
+	}
+	return ""
 }
 
 // pluginOfUniqueName returns the plugin part of an in-tree unique name such as

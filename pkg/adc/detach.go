@@ -70,9 +70,14 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	if inUse, why := volumeInUse(node, a); inUse {
 		_, forceWhy, _ := r.c.forceDetach(node, r.now)
 		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, forceWhy, why)
-		r.c.eventOnce(func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
+		r.c.eventOnce(r.node.Name, func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
 		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
 		forced = forcedLabel(node)
+	}
+	if a.uniqueName == "" && a.va != nil {
+		// A VolumeAttachment whose PersistentVolume is gone: the fresh node's lists name it.
+		a.uniqueName = uniqueNameOnNode(a.va, node)
+		st.UniqueName = a.uniqueName
 	}
 	if a.uniqueName != "" {
 		// From here on no status write lists the volume again (the status lock, held since
@@ -84,7 +89,15 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		}
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
-	r.detach(ctx, a, forced)
+	// Sent once the run's detach decisions are made and the status lock is released: a slow
+	// delete or cloud detach must not stall the status writes of the nodes sharing the lock.
+	r.detaches = append(r.detaches, detachJob{a: a, forced: forced})
+}
+
+// detachJob is a detach a node reconcile decided on.
+type detachJob struct {
+	a      *attachment
+	forced string
 }
 
 // inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
@@ -268,11 +281,31 @@ func displayAttachment(a *attachment) string {
 	return a.uniqueName
 }
 
-// syncGoneNode detaches everything attached to a node that no longer exists: there is no
-// kubelet left to use the volumes, and they may be needed elsewhere.
+// syncGoneNode detaches everything attached to a deleted node that adc managed: there is no
+// kubelet left to use the volumes, and they may be needed elsewhere. The attachments of a node
+// adc did not manage (no managed annotation: the kubelet attached them) belong to their owner,
+// as upstream leaves them; so do those of a node deleted before this adc saw it, since it
+// cannot tell who managed it.
 func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Time) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
+	wasManaged, known := c.wasManaged(name)
+	if !wasManaged && len(objs) > 0 {
+		reason := "the node was deleted; adc did not manage its attachments (it had no " + ManagedAnnotation + " annotation), so its VolumeAttachments are left to their owner"
+		if !known {
+			reason = "the node was deleted before this adc saw it, so adc cannot tell whether it managed the node's attachments and leaves the VolumeAttachment alone; delete it by hand once the volume is safe to detach"
+		}
+		var states []PairState
+		for _, obj := range objs {
+			if va, ok := vaOf(obj); ok {
+				states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi",
+					Phase: PhaseDetachBlocked, Reason: reason})
+			}
+		}
+		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node alone", "count", len(objs), "known", known)
+		c.setSnapshot(name, states, now)
+		return 0, nil
+	}
 	var states []PairState
 	var toDetach []*storagev1.VolumeAttachment
 	for _, obj := range objs {
@@ -319,7 +352,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName}, ForcedDetachNodeDeleted)
 	}
 	if len(r.errs) == 0 && len(objs) == 0 {
-		c.forgetNode(name)
+		c.forgetGoneNode(name)
 	}
 	c.setSnapshot(name, states, now)
 	return 0, joinErrs(r.errs)

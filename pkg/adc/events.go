@@ -22,17 +22,20 @@ const (
 	ReasonForcedDetach = "ForcedDetach"
 )
 
-// eventOnce records an Event on the pod unless the same pod already got the same reason with
+// eventOnce records an Event on the pod (or node) of a node's reconcile unless the same pod already got the same reason with
 // the same message from this controller: one Event per pod and reason, not one per retry.
 // active collects the keys that are still current, so the memory is dropped once the
 // condition clears.
-func (c *Controller) eventOnce(obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
+func (c *Controller) eventOnce(node string, obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
 	k := eventKey{pod: podKey, reason: reason}
 	active[k] = true
 	c.mu.Lock()
-	same := c.world.events[k] == message
+	same := c.world.events[node][k] == message
 	if !same {
-		c.world.events[k] = message
+		if c.world.events[node] == nil {
+			c.world.events[node] = map[eventKey]string{}
+		}
+		c.world.events[node][k] = message
 	}
 	c.mu.Unlock()
 	if !same {

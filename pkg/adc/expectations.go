@@ -58,12 +58,20 @@ func (c *Controller) expectVA(va *storagev1.VolumeAttachment, now time.Time) {
 }
 
 // createdVA records what the API server stored for an expected create. When the informer
-// already showed it, there is nothing left to expect.
+// store already holds that very object, the create is observed now (observeLocked), so the
+// expectation ends with the object in vaSources whether or not the handler has run.
 func (c *Controller) createdVA(stored *storagev1.VolumeAttachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.world.expectedVAs.get(stored.Name); e != nil && !e.stored {
-		e.va, e.stored = stored, true
+	e := c.world.expectedVAs.get(stored.Name)
+	if e == nil || e.stored {
+		return
+	}
+	e.va, e.stored = stored, true
+	if obj, ok, _ := c.vas.GetByKey(stored.Name); ok {
+		if va, isVA := vaOf(obj); isVA && va.UID == stored.UID {
+			c.observeLocked(va)
+		}
 	}
 }
 
@@ -106,11 +114,26 @@ func (c *Controller) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool 
 func (c *Controller) observedVA(va *storagev1.VolumeAttachment) (created bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.world.expectedVAs.get(va.Name); e != nil {
-		created = e.stored && e.va.UID != "" && e.va.UID == va.UID
-	}
-	c.world.expectedVAs.remove(va.Name)
+	return c.observeLocked(va)
+}
+
+// observeLocked records evidence that va exists: the informer's handler delivered it, or the
+// informer's store holds it (client-go updates the store before it calls the handlers). In
+// one step the object enters vaSources and the create expectation of that very object (same
+// UID) ends, so the ReadWriteOnce check always finds it in one of the two. An expectation of
+// another object under the name ends only when va is newer than it (a replacement); an older
+// object, or one seen before adc's create returned, leaves it pending.
+func (c *Controller) observeLocked(va *storagev1.VolumeAttachment) (created bool) {
 	c.world.vaSources.add(va)
+	if e := c.world.expectedVAs.get(va.Name); e != nil && e.stored {
+		switch {
+		case e.va.UID != "" && e.va.UID == va.UID:
+			created = true
+			c.dropExpectationLocked(e)
+		case newerThan(va, e.va):
+			c.dropExpectationLocked(e)
+		}
+	}
 	if key := vaSourceKey(va); key != "" && c.world.reservations[key] == va.Spec.NodeName {
 		delete(c.world.reservations, key)
 	}
@@ -119,6 +142,12 @@ func (c *Controller) observedVA(va *storagev1.VolumeAttachment) (created bool) {
 		delete(c.world.deleteRequested, va.Name)
 	}
 	return created
+}
+
+// newerThan reports whether a's resourceVersion is known to be later than b's.
+func newerThan(a, b *storagev1.VolumeAttachment) bool {
+	cmp, err := resourceversion.CompareResourceVersion(a.ResourceVersion, b.ResourceVersion)
+	return err == nil && cmp > 0
 }
 
 // goneVA is called when the informer shows a VolumeAttachment deleted; it returns the nodes
@@ -149,7 +178,7 @@ type expectationVerdict int
 
 const (
 	expectationPending expectationVerdict = iota
-	// expectationSeen: the store holds the object; the informer handler ends it anyway.
+	// expectationSeen: the store holds the object; it is observed from the store.
 	expectationSeen
 	// expectationGone: the object was deleted (or replaced) without adc's informer showing it.
 	expectationGone
@@ -188,6 +217,18 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 		c.mu.Lock()
 		cur := c.world.expectedVAs.get(e.va.Name)
 		if cur == nil || !cur.stored || cur.va.UID != e.va.UID {
+			c.mu.Unlock()
+			continue
+		}
+		if verdict == expectationSeen {
+			// The store holds it; its handler may not have run. Observe it from the store
+			// (read again under the lock): never end the expectation without the object in
+			// vaSources, or a second node could get the ReadWriteOnce volume meanwhile.
+			if obj, ok, _ := c.vas.GetByKey(e.va.Name); ok {
+				if va, isVA := vaOf(obj); isVA && va.UID == cur.va.UID {
+					c.observeLocked(va)
+				}
+			}
 			c.mu.Unlock()
 			continue
 		}

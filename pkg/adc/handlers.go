@@ -102,12 +102,16 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if n, ok := obj.(*v1.Node); ok {
+				c.noteManaged(n.Name, managed(n))
 				c.enqueueNode(n.Name)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
+			if ok2 {
+				c.noteManaged(n.Name, managed(n))
+			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
 			case onlyListsMore(o, n):
@@ -121,6 +125,8 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 		},
 		DeleteFunc: func(obj interface{}) {
 			if n, ok := unwrapTombstone(obj).(*v1.Node); ok {
+				// The last state seen decides whether adc detaches what the node leaves behind.
+				c.noteManaged(n.Name, managed(n))
 				c.enqueueNode(n.Name)
 			}
 		},

@@ -3,8 +3,10 @@ package adc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -56,4 +58,49 @@ func noInTreeAttacherReason(cfg *migration.Config, node, plugin, driver, volume 
 	}
 	return fmt.Sprintf("node %q is not migrated for %s and this adc has no in-tree attacher, so volume %q is not attached; "+
 		"migrate the node to CSI driver %s (%s), or %s", node, plugin, volume, driver, reports, host)
+}
+
+// verifyInTree asks the in-tree attacher whether the node's in-tree attachments that adc
+// remembers are still attached, every InTreeVerifyPeriod per node, as kube-controller-manager's
+// reconciler does (its syncStates, every --attach-detach-reconcile-sync-period). One the
+// attacher reports detached is forgotten: it leaves node status, and a pod that still needs it
+// gets it attached again. An error, or a volume the answer leaves out, keeps what adc knows.
+// It returns when to verify the node again (0: nothing to verify).
+func (c *Controller) verifyInTree(ctx context.Context, node string, now time.Time) time.Duration {
+	attacher, period := c.opts.InTreeAttacher, c.opts.InTreeVerifyPeriod
+	if attacher == nil {
+		return 0
+	}
+	c.mu.Lock()
+	vols := make([]InTreeVolume, 0, len(c.world.inTree[node]))
+	for _, it := range c.world.inTree[node] {
+		vols = append(vols, it.volume)
+	}
+	last := c.world.inTreeVerified[node]
+	if len(vols) == 0 {
+		c.mu.Unlock()
+		return 0
+	}
+	if due := last.Add(period).Sub(now); due > 0 {
+		c.mu.Unlock()
+		return due
+	}
+	c.world.inTreeVerified[node] = now
+	c.mu.Unlock()
+
+	logger := klog.FromContext(ctx)
+	attached, err := attacher.VolumesAreAttached(ctx, vols, node)
+	if err != nil {
+		logger.Error(err, "Verifying in-tree attachments with the in-tree attacher failed; keeping them as they are", "volumes", len(vols))
+		return period
+	}
+	for _, v := range vols {
+		if isAttached, reported := attached[v.UniqueName]; reported && !isAttached {
+			logger.V(2).Info("The in-tree attacher reports the volume detached; forgetting its attachment", "uniqueName", v.UniqueName)
+			for _, n := range c.forgetInTree(node, v.UniqueName) {
+				c.enqueueNode(n)
+			}
+		}
+	}
+	return period
 }

@@ -53,6 +53,11 @@ type Options struct {
 	// against the informer store, to end those the store proves over after a watch gap or a
 	// relist (no event says so). It reads memory only.
 	ExpectationCheckInterval time.Duration
+	// InTreeVerifyPeriod is how often the in-tree attachments adc remembers for a node are
+	// checked with the InTreeAttacher's VolumesAreAttached, as kube-controller-manager's
+	// reconciler does every --attach-detach-reconcile-sync-period (default 1 minute): an
+	// attachment the cloud reports detached is forgotten and leaves node status.
+	InTreeVerifyPeriod time.Duration
 	// CRDPollInterval is how often adc looks for the seed-API CRDs (CSINodeInfo, CSIDriver)
 	// when the node migration or driver-info source needs them and they are not installed yet.
 	CRDPollInterval time.Duration
@@ -90,6 +95,7 @@ func DefaultOptions() Options {
 		Clock:                    clock.RealClock{},
 		CRDPollInterval:          30 * time.Second,
 		ExpectationCheckInterval: time.Second,
+		InTreeVerifyPeriod:       time.Minute,
 	}
 }
 
@@ -131,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExpectationCheckInterval == 0 {
 		o.ExpectationCheckInterval = d.ExpectationCheckInterval
+	}
+	if o.InTreeVerifyPeriod == 0 {
+		o.InTreeVerifyPeriod = d.InTreeVerifyPeriod
 	}
 	return o
 }

@@ -28,7 +28,6 @@ type nodeRun struct {
 	retryAfter time.Duration
 	held       map[pairKey]bool
 	events     map[eventKey]bool
-	pods       map[string]bool
 	// fresh is the node as the API server had it when a detach of this run first needed it
 	// (freshNode); nil with freshRead set means the API server no longer has it.
 	fresh     *v1.Node
@@ -37,6 +36,8 @@ type nodeRun struct {
 	// unlockStatus releases the node's status lock, taken with the fresh read and held until
 	// every detach of the run is decided (see lockNodeStatus).
 	unlockStatus func()
+	// detaches are the detaches this run decided on, sent after the status lock is released.
+	detaches []detachJob
 	// started maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
 	started map[string]*attachment
@@ -67,6 +68,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s from the informer cache: %w", name, err)
 	}
+	c.noteManaged(name, managed(node))
 	if !managed(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
 		c.forgetNode(name)
@@ -75,6 +77,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	}
 	c.trackFlips(logger, node, now)
 
+	verifyIn := c.verifyInTree(ctx, name, now)
 	pairs := c.desiredPairs(node)
 	atts := c.actualAttachments(node, now)
 	c.pruneDetaching(name, atts)
@@ -94,11 +97,12 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		c: c, node: node, now: now,
 		held:    map[pairKey]bool{},
 		events:  map[eventKey]bool{},
-		pods:    map[string]bool{},
 		started: map[string]*attachment{},
 	}
+	if verifyIn > 0 {
+		r.retryIn(verifyIn)
+	}
 	for _, p := range pairs {
-		r.pods[p.podKey] = true
 		r.reconcilePair(ctx, p)
 	}
 	r.runCreates(ctx)
@@ -110,7 +114,10 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if r.unlockStatus != nil {
 		r.unlockStatus()
 	}
-	c.forgetNodeMemory(name, r.held, r.events, r.pods)
+	for _, j := range r.detaches {
+		r.detach(ctx, j.a, j.forced)
+	}
+	c.forgetNodeMemory(name, r.held, r.events)
 	states := make([]PairState, len(r.states))
 	for i, st := range r.states {
 		states[i] = *st
@@ -199,7 +206,7 @@ func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
 	}
 	if a.va != nil && a.va.Status.AttachError != nil && !a.attached {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %s", p.volume, a.va.Status.AttachError.Message)
-		r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 		st.Reason = "the external-attacher reports: " + a.va.Status.AttachError.Message
 	}
 }
@@ -225,7 +232,7 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	case p.d.Mechanism == migration.MechanismInTree:
 		reason = ReasonNoInTreeAttacher
 	}
-	r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
+	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
 	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podRef(), "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
@@ -260,7 +267,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	r.c.release(p.ids.sourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
-		r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 		r.errs = append(r.errs, fmt.Errorf("in-tree attach of %s to node %s: %w", p.d.UniqueName, r.node.Name, err))
 		st.Phase = PhaseAttaching
 		st.Reason = msg
@@ -287,7 +294,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	st.Phase = PhaseMultiAttach
 	st.Reason = fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)
 	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
-	r.c.eventOnce(p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 	return false
 }
 

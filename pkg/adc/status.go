@@ -3,15 +3,18 @@ package adc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // syncNodeStatus brings one node's status.volumesAttached in line with its attachments. It
@@ -36,6 +39,9 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	atts := c.actualAttachments(node, now)
 	have := c.volumesAttachedNow(node)
 	want, pending := c.volumesAttachedFor(node, have, atts)
+	if want, err = c.confirmRemovals(ctx, node.Name, want, have); err != nil {
+		return 0, err
+	}
 	if sameVolumes(want, have) {
 		c.clearUnlisted(name)
 		return 0, nil
@@ -97,7 +103,6 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 
 	want := make([]v1.AttachedVolume, 0, len(atts))
 	seen := make(map[string]bool, len(atts))
-	keepDrivers := map[string]bool{}
 	for _, a := range atts {
 		if a.va != nil {
 			if a.deleting {
@@ -107,12 +112,6 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 				if a.va.Status.AttachError == nil {
 					pending++
 				}
-				continue
-			}
-			if a.uniqueName == "" {
-				// The PV is gone, so adc cannot name the volume: keep whatever the node lists
-				// for that driver rather than drop a volume that may be mounted.
-				keepDrivers[a.driver] = true
 				continue
 			}
 		}
@@ -126,17 +125,67 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 		}
 		want = append(want, av)
 	}
-	for drv := range keepDrivers {
-		prefix := csiUniquePrefix + drv + "^"
-		for _, av := range have {
-			if n := string(av.Name); strings.HasPrefix(n, prefix) && !seen[n] && !detaching[n] {
-				seen[n] = true
-				want = append(want, av)
-			}
+	sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
+	return want, pending
+}
+
+// confirmRemovals returns want, adding back every volume that have lists, want drops, and
+// nothing proves detached. A removal is proven by adc's own decisions (a volume being
+// detached, marked after a fresh read of the node; an in-tree attachment adc detached or its
+// attacher reported detached) or, for a CSI volume, by the API server: its VolumeAttachment,
+// read fresh, is gone or not attached. A VolumeAttachment missing from adc's cache is not
+// proof: the cache may lag (a watch gap, a relist, a slow handler).
+func (c *Controller) confirmRemovals(ctx context.Context, node string, want, have []v1.AttachedVolume) ([]v1.AttachedVolume, error) {
+	kept := make(map[v1.UniqueVolumeName]bool, len(want))
+	for _, v := range want {
+		kept[v.Name] = true
+	}
+	var unsure []v1.AttachedVolume
+	c.mu.Lock()
+	for _, v := range have {
+		name := string(v.Name)
+		if kept[v.Name] || c.world.detaching[node][name] || c.world.inTreeForgotten[node][name] {
+			continue
+		}
+		unsure = append(unsure, v)
+	}
+	c.mu.Unlock()
+	if len(unsure) == 0 {
+		return want, nil
+	}
+	logger := klog.FromContext(ctx)
+	for _, v := range unsure {
+		attached, err := c.attachedInAPI(ctx, node, string(v.Name))
+		if err != nil {
+			return nil, err
+		}
+		if attached {
+			logger.V(2).Info("Keeping volume in node status: adc's cache does not show its attachment but the API server does", "uniqueName", v.Name)
+			want = append(want, v)
 		}
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
-	return want, pending
+	return want, nil
+}
+
+// attachedInAPI reads from the API server whether the volume with this unique name is
+// attached to node: for a CSI volume, its VolumeAttachment (named from handle, driver and
+// node) exists attached. A volume of no CSI driver cannot be checked there: it counts as
+// attached.
+func (c *Controller) attachedInAPI(ctx context.Context, node, unique string) (bool, error) {
+	driver, handle, ok := migration.ParseCSIUniqueName(unique)
+	if !ok {
+		return true, nil
+	}
+	name := migration.VolumeAttachmentName(handle, driver, node)
+	va, err := c.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading VolumeAttachment %s to confirm volume %s left node %s before removing it from node status: %w", name, unique, node, err)
+	}
+	return va.Status.Attached, nil
 }
 
 func sameVolumes(a, b []v1.AttachedVolume) bool {
@@ -207,6 +256,10 @@ func (c *Controller) wrote(node string, patched *v1.Node, volumes []v1.AttachedV
 func (c *Controller) volumesAttachedNow(node *v1.Node) []v1.AttachedVolume {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.volumesAttachedNowLocked(node)
+}
+
+func (c *Controller) volumesAttachedNowLocked(node *v1.Node) []v1.AttachedVolume {
 	w, ok := c.world.written[node.Name]
 	if !ok {
 		return node.Status.VolumesAttached

@@ -12,10 +12,12 @@ import (
 // here a volume attached to one node costs a map slot keyed by the VolumeAttachment's own
 // PersistentVolume name.
 //
-// The VolumeAttachment event handler keeps it, under the controller's lock, together with the
-// create expectations: when the informer shows a VolumeAttachment adc created, its expectation
-// ends and it enters this map in one step, so the multi-attach check always sees it in one of
-// the two. Workers start only once the handler has seen every VolumeAttachment listed at
+// It is kept, under the controller's lock, together with the create expectations, by every
+// piece of evidence that a VolumeAttachment exists (observeLocked): the event handler, and the
+// informer's store when the expectation checker or a returning create finds the object there
+// before its handler ran (client-go updates the store first). A create expectation ends only
+// in the same step that puts its object here, so the multi-attach check always sees it in one
+// of the two. Workers start only once the handler has seen every VolumeAttachment listed at
 // start-up (the handler registration's HasSynced).
 type vaSources struct{ m multiMap[volumeKey, vaOnNode] }
 

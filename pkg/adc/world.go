@@ -11,10 +11,19 @@ import (
 // every reconcile, so a restart loses nothing that matters. Guarded by Controller.mu.
 type world struct {
 	// inTree holds in-tree attachments per node, by unique name. In-tree attachments have no
-	// API object; they are seeded from Node status.volumesAttached the first time a node is
-	// reconciled and kept up to date by the attacher calls.
-	inTree       map[string]map[string]inTreeAttachment
-	inTreeSeeded map[string]bool
+	// API object; they are learned from Node status.volumesAttached (learnInTreeLocked), kept
+	// up to date by the attacher calls and checked with VolumesAreAttached every
+	// InTreeVerifyPeriod (inTreeVerified: when each node was last checked).
+	inTree         map[string]map[string]inTreeAttachment
+	inTreeVerified map[string]time.Time
+	// inTreeForgotten are, per node, in-tree attachments adc dropped (detached, or reported
+	// detached by the attacher) that node status may still list; they are not learned again
+	// from it, and leave once status no longer lists them.
+	inTreeForgotten map[string]map[string]bool
+	// managed is, per node adc has seen, whether it carries the managed annotation; a deleted
+	// node's VolumeAttachments are detached only if adc managed it. Entries of deleted nodes
+	// go once they have no attachment left.
+	managed map[string]bool
 	// detaching holds, per node, the unique names being removed from status.volumesAttached
 	// before their detach; a volume is detached only once the node no longer lists it.
 	detaching map[string]map[string]bool
@@ -32,11 +41,12 @@ type world struct {
 	reservations map[string]string
 	// waiters are nodes whose pods wait for a ReadWriteOnce volume to leave another node.
 	waiters map[string]map[string]bool
-	// held tracks the backoff of pairs held in wait or error.
-	held map[pairKey]*heldPair
-	// events remembers the last Event message per pod and reason, to emit one Event per
-	// pod and reason instead of one per retry.
-	events map[eventKey]string
+	// held tracks the backoff of pairs held in wait or error, per node.
+	held map[string]map[pairKey]*heldPair
+	// events remembers, per node, the last Event message per pod (or the node) and reason, to
+	// emit one Event per pod and reason instead of one per retry. A node's entries that its
+	// last reconcile did not renew are dropped, so deleted pods leave nothing behind.
+	events map[string]map[eventKey]string
 	// creating counts, per node, CSI attaches decided in the running reconcile and not yet
 	// created; with not-yet-attached VolumeAttachments they make the node's status pending.
 	creating map[string]int
@@ -71,15 +81,17 @@ type heldPair struct {
 func newWorld() *world {
 	return &world{
 		inTree:          map[string]map[string]inTreeAttachment{},
-		inTreeSeeded:    map[string]bool{},
+		inTreeVerified:  map[string]time.Time{},
+		inTreeForgotten: map[string]map[string]bool{},
+		managed:         map[string]bool{},
 		detaching:       map[string]map[string]bool{},
 		expectedVAs:     newVAExpectations(),
 		vaSources:       newVASources(),
 		deleteRequested: map[string]deleteRequest{},
 		reservations:    map[string]string{},
 		waiters:         map[string]map[string]bool{},
-		held:            map[pairKey]*heldPair{},
-		events:          map[eventKey]string{},
+		held:            map[string]map[pairKey]*heldPair{},
+		events:          map[string]map[eventKey]string{},
 		creating:        map[string]int{},
 		unlistedSince:   map[string]time.Time{},
 		written:         map[string]writtenStatus{},
@@ -120,11 +132,14 @@ func (c *Controller) newBackoff() *backoff.ExponentialBackOff {
 func (c *Controller) hold(key pairKey, reason string, now time.Time) (int, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := c.world.held[key]
+	h := c.world.held[key.node][key]
 	if h == nil {
 		h = &heldPair{backoff: c.newBackoff()}
 		h.nextRetry = now.Add(h.backoff.NextBackOff())
-		c.world.held[key] = h
+		if c.world.held[key.node] == nil {
+			c.world.held[key.node] = map[pairKey]*heldPair{}
+		}
+		c.world.held[key.node][key] = h
 	} else if !now.Before(h.nextRetry) {
 		h.retries++
 		h.nextRetry = now.Add(h.backoff.NextBackOff())
@@ -133,20 +148,27 @@ func (c *Controller) hold(key pairKey, reason string, now time.Time) (int, time.
 	return h.retries, h.nextRetry
 }
 
-// forgetNodeMemory drops backoff and Event memory of the node's pairs that are no longer
-// held, so a pair held again later starts a fresh backoff and gets a fresh Event.
-func (c *Controller) forgetNodeMemory(node string, held map[pairKey]bool, events map[eventKey]bool, pods map[string]bool) {
+// forgetNodeMemory drops the backoff and Event memory of the node that its last reconcile
+// did not renew (pairs no longer held, conditions cleared, pods gone), so a pair held again
+// later starts a fresh backoff and gets a fresh Event, and nothing outlives its pod.
+func (c *Controller) forgetNodeMemory(node string, held map[pairKey]bool, events map[eventKey]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.world.held {
-		if k.node == node && !held[k] {
-			delete(c.world.held, k)
+	for k := range c.world.held[node] {
+		if !held[k] {
+			delete(c.world.held[node], k)
 		}
 	}
-	for k := range c.world.events {
-		if pods[k.pod] && !events[k] {
-			delete(c.world.events, k)
+	if len(c.world.held[node]) == 0 {
+		delete(c.world.held, node)
+	}
+	for k := range c.world.events[node] {
+		if !events[k] {
+			delete(c.world.events[node], k)
 		}
+	}
+	if len(c.world.events[node]) == 0 {
+		delete(c.world.events, node)
 	}
 }
 

@@ -3,6 +3,7 @@ package migration
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // csiUniquePrefix starts every CSI unique volume name.
@@ -29,6 +30,18 @@ func VolumeAttachmentName(volumeHandle, driver, nodeName string) string {
 // status.volumesAttached for a CSI volume: kubernetes.io/csi/<driver>^<handle>.
 func CSIUniqueName(driver, volumeHandle string) string {
 	return csiUniquePrefix + driver + "^" + volumeHandle
+}
+
+// ParseCSIUniqueName splits a unique name made by CSIUniqueName into driver and volume
+// handle; ok is false for any other name (an in-tree plugin's). A driver name cannot hold a
+// '^'; a handle may.
+func ParseCSIUniqueName(unique string) (driver, volumeHandle string, ok bool) {
+	rest, ok := strings.CutPrefix(unique, csiUniquePrefix)
+	if !ok {
+		return "", "", false
+	}
+	driver, volumeHandle, ok = strings.Cut(rest, "^")
+	return driver, volumeHandle, ok && driver != "" && volumeHandle != ""
 }
 
 // MakeVolumeKey returns the mechanism-independent identity of a physical volume,

@@ -1,0 +1,348 @@
+package adc
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The tests below each pin one of the defects issue #23 found by reading the code. Each failed
+// on the code before its fix; the failure it printed is in the test's comment.
+
+// Defect 1: client-go updates the informer store before it delivers the event to the
+// handlers. A create expectation proven by the store alone must not end the ReadWriteOnce
+// protection while the handler, which keeps the volume's VolumeAttachments, has not run.
+// Before the fix: "node n2 got VolumeAttachment [...] for ReadWriteOnce volume pv1 while n1 has one".
+func TestRWOHeldWhileStoreIsAheadOfHandler(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.node("n2")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	f.pod("a", "n1", "pv1")
+	f.syncNode("n1")
+	created := f.att.createdOn("n1")
+	if len(created) != 1 {
+		t.Fatalf("n1 creates = %d, want 1", len(created))
+	}
+	// The store shows the object; its add event is still queued for the handlers.
+	f.store(f.vas, created[0])
+	f.vas.Bookmark(created[0].ResourceVersion)
+	f.c.checkExpectations(f.ctx)
+
+	f.pod("b", "n2", "pv1")
+	f.syncNode("n2")
+	if got := f.att.createdOn("n2"); len(got) != 0 {
+		t.Fatalf("node n2 got VolumeAttachment %s for ReadWriteOnce volume pv1 while n1 has one", got[0].Name)
+	}
+}
+
+// Defect 9: a create expectation ends only on evidence about the object adc created (its
+// UID). An older object under the same name (a leftover being deleted) must not end it.
+// Before the fix: "n1's actual state lost the VolumeAttachment adc created".
+func TestCreateExpectationEndsOnlyOnItsUID(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	f.pod("a", "n1", "pv1")
+	f.syncNode("n1")
+	created := f.att.createdOn("n1")[0]
+	old := created.DeepCopy()
+	old.UID, old.ResourceVersion = "uid-old", "5"
+	// The informer shows the old object, then its deletion; adc's create is not shown yet.
+	f.c.vaHandler().OnAdd(old, false)
+	f.c.vaHandler().OnDelete(old)
+	node, _ := f.c.nodes.Get("n1")
+	for _, a := range f.c.actualAttachments(node, f.clk.Now()) {
+		if a.va != nil && a.va.Name == created.Name {
+			return
+		}
+	}
+	t.Fatalf("n1's actual state lost the VolumeAttachment adc created (%s, %s)", created.Name, created.UID)
+}
+
+// hookedStore runs a hook after each ByIndex read: the moment another goroutine may change
+// the store and run a handler.
+type hookedStore struct {
+	cache.Indexer
+	after func()
+}
+
+func (s *hookedStore) ByIndex(index, value string) ([]interface{}, error) {
+	out, err := s.Indexer.ByIndex(index, value)
+	if s.after != nil {
+		after := s.after
+		s.after = nil
+		after()
+	}
+	return out, err
+}
+
+// Defect 5: the actual state must see a VolumeAttachment either in the store or in the create
+// expectations, even when the informer delivers it between the two reads.
+// Before the fix: "the VolumeAttachment observed between the store read and the expectation read is in neither".
+func TestActualStateSeesVAObservedMidRead(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	f.pod("a", "n1", "pv1")
+	f.syncNode("n1")
+	created := f.att.createdOn("n1")[0]
+	hooked := &hookedStore{Indexer: f.vas}
+	f.c.vas = hooked
+	delivered := make(chan struct{})
+	hooked.after = func() {
+		// client-go: the store first, then the handler, on its own goroutine.
+		f.store(f.vas, created)
+		go func() { f.c.vaHandler().OnAdd(created, false); close(delivered) }()
+		select {
+		case <-delivered:
+		case <-time.After(200 * time.Millisecond): // the handler waits for the reader's lock
+		}
+	}
+	node, _ := f.c.nodes.Get("n1")
+	atts := f.c.actualAttachments(node, f.clk.Now())
+	<-delivered
+	for _, a := range atts {
+		if a.va != nil && a.va.Name == created.Name {
+			return
+		}
+	}
+	t.Fatalf("the VolumeAttachment observed between the store read and the expectation read is in neither")
+}
+
+// Defect 3a: a status write may drop a volume only on evidence from the API server, not
+// because the VolumeAttachment cache does not hold it (yet).
+// Before the fix: "status write dropped kubernetes.io/csi/d^h1, whose VolumeAttachment exists attached".
+func TestStatusKeepsVolumeMissingOnlyFromTheCache(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inAPI    bool
+		wantKept bool
+	}{
+		{"the API server has it attached: kept", true, true},
+		{"the API server has none: dropped", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.volume("pv1", "h1", v1.ReadWriteOnce)
+			f.node("n1", func(n *v1.Node) {
+				n.Status.VolumesAttached = []v1.AttachedVolume{{Name: "kubernetes.io/csi/d^h1"}}
+			})
+			if tc.inAPI {
+				f.api(f.va("h1", "pv1", "n1", "uid-1", "10", true))
+			}
+			f.syncStatus("n1")
+			got, wrote := f.status.lastWrite()
+			kept := !wrote || slices.Contains(attachedNames(got), "kubernetes.io/csi/d^h1")
+			if kept != tc.wantKept {
+				t.Fatalf("status writes %v (wrote %v): kept = %v, want %v", attachedNames(got), wrote, kept, tc.wantKept)
+			}
+		})
+	}
+}
+
+// Defect 3b: a VolumeAttachment whose PersistentVolume is gone still leaves node status
+// before it is deleted.
+// Before the fix: "deleted csi-... while node status still listed kubernetes.io/csi/d^h1".
+func TestPVLessVolumeLeavesStatusBeforeDelete(t *testing.T) {
+	f := newFixture(t, Options{})
+	unique := "kubernetes.io/csi/d^h1"
+	f.node("n1", func(n *v1.Node) { n.Status.VolumesAttached = []v1.AttachedVolume{{Name: v1.UniqueVolumeName(unique)}} })
+	va := f.va("h1", "pv-gone", "n1", "uid-1", "10", true)
+	f.api(va)
+	f.store(f.vas, va)
+	f.c.vaHandler().OnAdd(va, false)
+
+	for i := 0; i < 3; i++ {
+		f.syncNode("n1")
+		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.att.deleted()) > 0 {
+			if listed(apiNode, unique) {
+				t.Fatalf("deleted %v while node status still listed %s", f.att.deleted(), unique)
+			}
+			return
+		}
+		f.syncStatus("n1")
+		f.store(f.nodes, apiNode) // the Node informer catches up
+	}
+	t.Fatalf("the VolumeAttachment of the deleted PersistentVolume was never detached; status writes %v", f.status.writes)
+}
+
+// Defect 6: the Event memory is bounded by live pods and nodes: a deleted pod's entries go
+// with it.
+// Before the fix: "1 Event memory entries left after the pod was deleted".
+func TestEventMemoryForgetsDeletedPods(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	// A claim that is not bound: the pair waits, with a WaitingForVolumeBinding Event.
+	p := f.pod("a", "n1", "pv-unbound")
+	f.syncNode("n1")
+	if n := eventMemoryLen(f.c); n == 0 {
+		t.Fatalf("the held pair left no Event memory; the test does not test anything")
+	}
+	f.deletePod(p)
+	f.syncNode("n1")
+	if n := eventMemoryLen(f.c); n != 0 {
+		t.Fatalf("%d Event memory entries left after the pod was deleted", n)
+	}
+	if n := heldMemoryLen(f.c); n != 0 {
+		t.Fatalf("%d held pairs left after the pod was deleted", n)
+	}
+}
+
+// Defect 7: a slow VolumeAttachment delete does not hold the node's status lock: status
+// writes of the node (and of every node sharing its lock stripe) go on meanwhile.
+// Before the fix: "the status sync of n1 waited for the VolumeAttachment delete".
+func TestStatusWriteNotBlockedBySlowDelete(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	va := f.va("h1", "pv1", "n1", "uid-1", "10", true)
+	f.api(va)
+	f.store(f.vas, va)
+	f.c.vaHandler().OnAdd(va, false)
+	// Nothing uses pv1 and node status does not list it: the next reconcile deletes it.
+	f.att.deleteEntered, f.att.deleteRelease = make(chan string, 1), make(chan struct{})
+	syncDone := make(chan struct{})
+	go func() { f.syncNode("n1"); close(syncDone) }()
+	<-f.att.deleteEntered
+
+	statusDone := make(chan struct{})
+	go func() { f.syncStatus("n1"); close(statusDone) }()
+	blocked := false
+	select {
+	case <-statusDone:
+	case <-time.After(5 * time.Second): // a deadlock detector, not a budget
+		blocked = true
+	}
+	close(f.att.deleteRelease)
+	<-syncDone
+	<-statusDone
+	if blocked {
+		t.Fatalf("the status sync of n1 waited for the VolumeAttachment delete")
+	}
+}
+
+// Defect 8: the VolumeAttachments of a deleted node adc never managed belong to whoever
+// managed it (the kubelet); adc leaves them alone. Those of a node it managed are detached.
+// Before the fix: "deleted [csi-...] of node n9, which adc never managed".
+func TestGoneNodeDetachesOnlyWhatADCManaged(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		managed    bool
+		wantDelete bool
+	}{
+		{"never managed: left to its owner", false, false},
+		{"managed until deleted: detached", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			n := f.node("n9", func(n *v1.Node) {
+				if !tc.managed {
+					delete(n.Annotations, "volumes.kubernetes.io/controller-managed-attach-detach")
+				}
+			})
+			f.c.nodeHandler().OnAdd(n, false)
+			f.syncNode("n9")
+			va := f.va("h1", "pv1", "n9", "uid-1", "10", true)
+			f.api(va)
+			f.store(f.vas, va)
+			f.c.vaHandler().OnAdd(va, false)
+			// The node goes away.
+			if err := f.nodes.Delete(n); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.client.CoreV1().Nodes().Delete(f.ctx, "n9", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.c.nodeHandler().OnDelete(n)
+			f.syncNode("n9")
+			deleted := len(f.att.deleted()) > 0
+			if deleted != tc.wantDelete {
+				t.Fatalf("deleted %v of node n9 (managed: %v), want a delete: %v", f.att.deleted(), tc.managed, tc.wantDelete)
+			}
+		})
+	}
+}
+
+// fakeInTree is an InTreeAttacher whose VolumesAreAttached answers from a map.
+type fakeInTree struct {
+	attached map[string]bool
+	asked    int
+}
+
+func (f *fakeInTree) Attach(_ context.Context, v InTreeVolume, _ string) (string, error) {
+	f.attached[v.UniqueName] = true
+	return "/dev/x", nil
+}
+
+func (f *fakeInTree) Detach(_ context.Context, v InTreeVolume, _ string) error {
+	delete(f.attached, v.UniqueName)
+	return nil
+}
+
+func (f *fakeInTree) VolumesAreAttached(_ context.Context, vols []InTreeVolume, _ string) (map[string]bool, error) {
+	f.asked++
+	out := map[string]bool{}
+	for _, v := range vols {
+		out[v.UniqueName] = f.attached[v.UniqueName]
+	}
+	return out, nil
+}
+
+var _ InTreeAttacher = &fakeInTree{}
+
+// Defect 4: in-tree attachments are verified through the attacher, as kube-controller-manager
+// does every reconciler sync period: one the cloud reports detached leaves adc's memory and
+// node status.
+// Before the fix: "VolumesAreAttached was never asked".
+func TestInTreeAttachmentsVerifiedThroughTheAttacher(t *testing.T) {
+	attacher := &fakeInTree{attached: map[string]bool{}}
+	f := newFixture(t, Options{InTreeAttacher: attacher})
+	unique := "kubernetes.io/gce-pd/disk-1"
+	f.node("n1", func(n *v1.Node) {
+		n.Status.VolumesAttached = []v1.AttachedVolume{{Name: v1.UniqueVolumeName(unique), DevicePath: "/dev/x"}}
+	})
+	f.syncNode("n1")
+	f.clk.Step(DefaultOptions().InTreeVerifyPeriod + time.Second)
+	f.syncNode("n1")
+	if attacher.asked == 0 {
+		t.Fatalf("VolumesAreAttached was never asked")
+	}
+	f.syncStatus("n1")
+	if got, wrote := f.status.lastWrite(); !wrote || slices.Contains(attachedNames(got), unique) {
+		t.Fatalf("status writes %v (wrote %v): %s, which the attacher reports detached, is still listed", attachedNames(got), wrote, unique)
+	}
+}
+
+// Defect 4, second half: an in-tree volume that node status lists after adc first read the
+// node (another controller's write, a stale first read) is learned, so that the ReadWriteOnce
+// check sees it and status does not drop it.
+// Before the fix: "n2 could reserve kubernetes.io/gce-pd/disk-1, which node status of n1 lists".
+func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
+	f := newFixture(t, Options{InTreeAttacher: &fakeInTree{attached: map[string]bool{}}})
+	n := f.node("n1")
+	f.syncNode("n1")
+	unique := "kubernetes.io/gce-pd/disk-1"
+	later := n.DeepCopy()
+	later.ResourceVersion = "7"
+	later.Status.VolumesAttached = []v1.AttachedVolume{{Name: v1.UniqueVolumeName(unique), DevicePath: "/dev/x"}}
+	later.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(unique)} // mounted: not detached
+	f.store(f.nodes, later)
+	if _, err := f.client.CoreV1().Nodes().UpdateStatus(f.ctx, later, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.syncNode("n1")
+	p := &pair{ids: identity{inTreeUnique: unique, sourceKey: inTreeKey(unique)}}
+	if other := f.c.reserveVolume(p, "n2"); other != "n1" {
+		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
+	}
+}
