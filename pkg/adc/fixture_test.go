@@ -169,6 +169,15 @@ func (f *fixture) syncNode(name string) {
 	if _, err := f.c.syncNode(f.ctx, name); err != nil {
 		f.t.Logf("syncNode %s: %v", name, err)
 	}
+	f.checkMemory("syncNode " + name)
+}
+
+// checkMemory fails the test if an invariant of the controller's memory broke at step.
+func (f *fixture) checkMemory(step string) {
+	f.t.Helper()
+	if err := f.c.checkMemory(); err != nil {
+		f.t.Errorf("after %s: %v", step, err)
+	}
 }
 
 func (f *fixture) syncStatus(name string) {
@@ -176,6 +185,7 @@ func (f *fixture) syncStatus(name string) {
 	if _, err := f.c.syncNodeStatus(f.ctx, name); err != nil {
 		f.t.Logf("syncNodeStatus %s: %v", name, err)
 	}
+	f.checkMemory("syncNodeStatus " + name)
 }
 
 // recordingAttachments is an AttachmentWriter over the fake clientset that records each call

@@ -346,3 +346,41 @@ func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
 		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
 	}
 }
+
+// checkMemory finds each kind of broken memory it documents.
+func TestCheckMemoryFindsBrokenMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(w *world)
+	}{
+		{"expectation missing from its node index", func(w *world) {
+			e := &expectedVA{va: testVA("csi-a", "n1", "pv1", "", "")}
+			w.expectedVAs.add(e)
+			delete(w.expectedVAs.byNode["n1"], "csi-a")
+		}},
+		{"in-tree attachment both held and forgotten", func(w *world) {
+			w.inTree["n1"] = map[string]inTreeAttachment{"kubernetes.io/gce-pd/a": {}}
+			w.inTreeForgotten["n1"] = map[string]bool{"kubernetes.io/gce-pd/a": true}
+		}},
+		{"Event memory of a node that is gone", func(w *world) {
+			w.events["gone"] = map[eventKey]string{{pod: "ns/a", reason: "r"}: "m"}
+		}},
+		{"backoff of a node that is gone", func(w *world) {
+			w.held["gone"] = map[pairKey]*heldPair{{node: "gone"}: {}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.node("n1")
+			if err := f.c.checkMemory(); err != nil {
+				t.Fatalf("fresh memory: %v", err)
+			}
+			f.c.mu.Lock()
+			tc.corrupt(f.c.world)
+			f.c.mu.Unlock()
+			if err := f.c.checkMemory(); err == nil {
+				t.Fatal("checkMemory found nothing")
+			}
+		})
+	}
+}
