@@ -83,6 +83,24 @@ func podFor(name, namespace, node, claim string) *v1.Pod {
 	}
 }
 
+// inlineDisk is the gce-pd disk of inline volume slot i.
+func inlineDisk(i int) string { return fmt.Sprintf("chaos-disk-%03d", i) }
+
+// inlinePodFor is a pod on node with an inline gcePersistentDisk volume of disk: on a node
+// that migrated gce-pd, adc attaches it through pd.csi.storage.gke.io with a VolumeAttachment
+// carrying spec.source.inlineVolumeSpec and no PersistentVolume.
+func inlinePodFor(name, namespace, node, disk string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.PodSpec{
+			NodeName:   node,
+			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			Volumes: []v1.Volume{{Name: "disk", VolumeSource: v1.VolumeSource{
+				GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: disk, FSType: "ext4"}}}},
+		},
+	}
+}
+
 // reportViolations logs the counts and fails the test on any violation, with examples.
 func reportViolations(t *testing.T, checker *Checker, feed *EtcdFeed) []Violation {
 	t.Helper()
