@@ -100,11 +100,11 @@ func (f *attacherFaults) detachDelay(va *storagev1.VolumeAttachment) time.Durati
 
 // flakyAttacher is the simulated external-attacher of the chaos run: it keeps the real one's
 // finalizer and fails and delays attaches and detaches as faults decides. It serves the
-// chaos driver and the gce-pd CSI driver (migrated inline volumes).
+// chaos drivers and the gce-pd CSI driver (migrated inline volumes).
 func flakyAttacher(client kubernetes.Interface, faults *attacherFaults) *simulator.ExternalAttacher {
 	return &simulator.ExternalAttacher{
 		Client:            client,
-		Drivers:           []string{driver, gceDriver},
+		Drivers:           []string{driver, spareDriver, gceDriver},
 		Workers:           8,
 		Finalizer:         true,
 		RetryAttachErrors: true,

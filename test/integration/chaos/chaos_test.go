@@ -22,6 +22,7 @@ import (
 const (
 	chaosNodes   = 12
 	chaosVolumes = 120
+	chaosPVLess  = 12 // of chaosVolumes, those of spareDriver whose PersistentVolumes the churn deletes
 	chaosInline  = 24 // inline gce-pd volumes, attached through the migrated CSI driver
 	chaosNS      = "chaos"
 	maxWait      = 5 * time.Second // adc's --max-wait-for-unmount
@@ -51,7 +52,7 @@ func TestChaos(t *testing.T) {
 	// Every node migrated gce-pd (its CSINode says so), so the inline gce-pd volumes are
 	// attached through pd.csi.storage.gke.io: adc here has no in-tree attacher.
 	kubelets := &simulator.SimulatedKubelets{Client: cp.Client, Seed: uint64(seed),
-		MigratedPlugins: "kubernetes.io/gce-pd", CSIDrivers: []string{driver, gceDriver}}
+		MigratedPlugins: "kubernetes.io/gce-pd", CSIDrivers: []string{driver, spareDriver, gceDriver}}
 	if err := kubelets.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

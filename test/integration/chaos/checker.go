@@ -312,14 +312,14 @@ func (c *Checker) checkMultiAttach(va *storagev1.VolumeAttachment, rev int64) {
 func (c *Checker) checkDetach(va *storagev1.VolumeAttachment, rev int64, at time.Time) {
 	c.checked[DetachOrder]++
 	c.checked[DetachWhileInUse]++
+	if src := va.Spec.Source; src.PersistentVolumeName != nil && c.pvs[*src.PersistentVolumeName] == nil {
+		c.checked[CoveredPVLess]++
+	}
 	node := c.nodes[va.Spec.NodeName]
 	if node == nil {
 		return // the node is gone: detaching is what must happen
 	}
 	ref := c.vaRef(va)
-	if src := va.Spec.Source; src.PersistentVolumeName != nil && c.pvs[*src.PersistentVolumeName] == nil {
-		c.checked[CoveredPVLess]++
-	}
 	unique := ref.unique
 	if unique == "" {
 		unique = "<unidentified volume>"

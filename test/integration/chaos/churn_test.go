@@ -28,8 +28,9 @@ import (
 // PersistentVolumes v-<i>; the next inline are inline gcePersistentDisk volumes (disk
 // chaos-disk-<i>), which adc attaches through pd.csi.storage.gke.io with a VolumeAttachment
 // that carries the translated spec in spec.source.inlineVolumeSpec. Now and then, instead of
-// deleting a pod, the churn deletes the PersistentVolume of its claim while its
-// VolumeAttachment exists (a PV-less VolumeAttachment), and later creates it again.
+// deleting a pod, the churn deletes the PersistentVolume of its claim (one of the last
+// chaosPVLess, of spareDriver) while its VolumeAttachment exists (a PV-less
+// VolumeAttachment), and creates it again once the claim has no pod.
 //
 // Every choice comes from seeded streams: the steady churn has one, each burst its own
 // (seed, burst number), so the choices do not depend on how the two interleave.
@@ -87,15 +88,15 @@ func (c *churn) run(ctx context.Context, interval time.Duration, rnd *rand.Rand)
 	})
 }
 
-// step is one change: a volume with a pod loses it, or one time in 25 loses its
-// PersistentVolume instead; one without a pod gets one, or its PersistentVolume again if it
+// step is one change: a volume with a pod loses it, or (one of the last chaosPVLess claims,
+// one time in 3) loses its PersistentVolume instead; one without a pod gets one, or its PersistentVolume again if it
 // is gone (so a PV-less VolumeAttachment is also one no pod uses for a while).
 func (c *churn) step(ctx context.Context, rnd *rand.Rand) {
 	c.mu.Lock()
 	slot := rnd.IntN(c.claims + c.inline)
 	_, has := c.pods[slot]
 	gone := c.pvGone[slot]
-	dropPV := has && slot < c.claims && !gone && len(c.pvGone) < maxPVGone && rnd.IntN(25) == 0
+	dropPV := has && slot < c.claims && slot >= c.claims-chaosPVLess && !gone && len(c.pvGone) < maxPVGone && rnd.IntN(3) == 0
 	c.mu.Unlock()
 	switch {
 	case dropPV:
