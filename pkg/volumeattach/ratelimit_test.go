@@ -2,48 +2,112 @@ package volumeattach
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// A priority request arriving behind many queued normal requests is served next, not last.
-func TestPriorityLimiterServesPriorityFirst(t *testing.T) {
-	p := NewPriorityLimiter(100, 1) // one token every 10ms
+// queueNormals drains the burst, then starts n normal requests and waits until one of them
+// holds the normal door's gate with a token reserved (the limiter is in debt) and the others
+// queue behind it: the state a priority request must not wait behind. It returns the order
+// in which requests are served and a function that waits for the normal ones.
+func queueNormals(t testing.TB, p *PriorityLimiter, n int) (served func() []string, record func(string), waitNormals func()) {
+	t.Helper()
 	ctx := context.Background()
-	normal, prio := p.Normal(), p.Priority()
+	normal := p.Normal()
 	_ = normal.Wait(ctx) // drain the burst
-
 	var mu sync.Mutex
 	var order []string
+	record = func(who string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, who)
+	}
+	served = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), order...)
+	}
 	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
+	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = normal.Wait(ctx)
-			mu.Lock()
-			order = append(order, "normal")
-			mu.Unlock()
+			record(fmt.Sprintf("normal-%d", i))
 		}()
 	}
-	// Let the normal requests queue up, then ask through the priority door.
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(order)
-		mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	// The gate is held and a token is owed: a normal request is inside the limiter's Wait,
+	// and every other one waits for the gate.
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(p.gate) == 1 && p.limiter.Tokens() < 0, nil
+	}); err != nil {
+		t.Fatalf("normal requests never queued: %v", err)
 	}
-	_ = prio.Wait(ctx)
-	mu.Lock()
-	served := len(order)
-	mu.Unlock()
-	wg.Wait()
-	if served > 5 {
-		t.Errorf("priority request served after %d of 20 queued normal requests, want within a few", served)
+	return served, record, wg.Wait
+}
+
+// A priority request arriving behind many queued normal requests is served next, not last:
+// it waits at most for the one normal request that already holds a reserved token. The
+// order is the limiter's: reservations are served in the order they were made, and the
+// queued normal requests make theirs only one at a time, each after the previous one was
+// served.
+func TestPriorityLimiterServesPriorityFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		qps     float32
+		normals int
+	}{
+		{"10 queued at 20 qps", 20, 10},
+		{"5 queued at 10 qps", 10, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPriorityLimiter(tc.qps, 1)
+			served, record, waitNormals := queueNormals(t, p, tc.normals)
+			_ = p.Priority().Wait(context.Background())
+			record("priority")
+			waitNormals()
+			order := served()
+			pos := -1
+			for i, who := range order {
+				if who == "priority" {
+					pos = i
+				}
+			}
+			t.Logf("served in order %v", order)
+			// Position 0: served before the gate's holder (its reservation came first, but
+			// recording is not atomic with the limiter); position 1: right after it.
+			if pos < 0 || pos > 1 {
+				t.Errorf("priority request served at position %d of %d, want right after the normal request holding the gate (position 1)", pos, len(order))
+			}
+		})
+	}
+}
+
+// The wait of a priority request behind queued normal requests, reported in tokens (1/qps):
+// about two (the token the gate's holder reserved, then its own), however many normal
+// requests queue. A budget for that wait belongs here, not in a test.
+func BenchmarkPriorityWaitBehindNormals(b *testing.B) {
+	const qps = 200
+	for _, normals := range []int{1, 20} {
+		b.Run(fmt.Sprintf("normals=%d", normals), func(b *testing.B) {
+			var waited time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				p := NewPriorityLimiter(qps, 1)
+				_, _, waitNormals := queueNormals(b, p, normals)
+				b.StartTimer()
+				start := time.Now()
+				_ = p.Priority().Wait(context.Background())
+				waited += time.Since(start)
+				b.StopTimer()
+				waitNormals()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(waited)/float64(b.N)/float64(time.Second/qps), "tokens/priority-wait")
+		})
 	}
 }

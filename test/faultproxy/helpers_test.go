@@ -240,6 +240,16 @@ func (wc *watchConn) expectNothing(t *testing.T, d time.Duration) {
 	}
 }
 
+// expectNothingYet fails when the watch has delivered or ended by now.
+func (wc *watchConn) expectNothingYet(t *testing.T) {
+	t.Helper()
+	select {
+	case r := <-wc.reads:
+		t.Fatalf("watch delivered %q (err %v), want nothing yet", r.data, r.err)
+	default:
+	}
+}
+
 // expectEnd fails unless the watch ends within 5 s without delivering anything more.
 func (wc *watchConn) expectEnd(t *testing.T) error {
 	t.Helper()

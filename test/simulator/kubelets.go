@@ -3,8 +3,9 @@ package simulator
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/test/testinformers"
@@ -39,11 +41,18 @@ type SimulatedKubelets struct {
 	// UnmountMin and UnmountMax bound the random time between the last pod of a volume
 	// leaving the node and the volume leaving status.volumesInUse (default 100ms-800ms).
 	UnmountMin, UnmountMax time.Duration
-	// Seed seeds the random unmount times, so a run can be reproduced.
+	// Seed seeds the random unmount times, so a run can be reproduced: the unmount time of a
+	// volume is a function of the seed, the node, the volume and how many times it was
+	// unmounted there before, not of the order in which the kubelets run.
 	Seed uint64
+	// MigratedPlugins, when set, makes each kubelet write its node's CSINode with this
+	// migrated-plugins annotation (comma-separated) and CSIDrivers, and "mount" the pods'
+	// inline volumes of those plugins under their CSI unique name (the kubelet's name for a
+	// migrated volume), e.g. kubernetes.io/gce-pd with pd.csi.storage.gke.io.
+	MigratedPlugins string
+	CSIDrivers      []string
 
 	mu      sync.Mutex
-	rnd     *rand.Rand
 	nodes   map[string]*simulatedNode
 	pods    corelisters.PodLister
 	nodeLis corelisters.NodeLister
@@ -56,11 +65,12 @@ type SimulatedKubelets struct {
 // simulatedNode is one kubelet's state: what it has mounted and since when a mounted volume
 // has had no pod.
 type simulatedNode struct {
-	name    string
-	stopped atomic.Bool // the kubelet is down: no heartbeat, no volume reporting
-	busy    sync.Mutex  // held during one pass, so Stop returns only after it
-	cancel  context.CancelFunc
-	mounted map[string]time.Time // unique volume name -> when to unmount (zero while used)
+	name     string
+	stopped  atomic.Bool // the kubelet is down: no heartbeat, no volume reporting
+	busy     sync.Mutex  // held during one pass, so Stop returns only after it
+	cancel   context.CancelFunc
+	mounted  map[string]time.Time // unique volume name -> when to unmount (zero while used)
+	unmounts map[string]int       // unique volume name -> unmounts so far, for the seeded delay
 }
 
 // Run starts the informers the simulated kubelets read. It returns once they have synced.
@@ -74,7 +84,6 @@ func (k *SimulatedKubelets) Run(ctx context.Context) error {
 	if k.UnmountMin <= 0 && k.UnmountMax <= 0 {
 		k.UnmountMin, k.UnmountMax = 100*time.Millisecond, 800*time.Millisecond
 	}
-	k.rnd = rand.New(rand.NewPCG(k.Seed, 0x6b75_6265))
 	k.nodes = map[string]*simulatedNode{}
 	k.ctx = ctx
 	factory := informers.NewSharedInformerFactory(k.Client, 0)
@@ -96,8 +105,13 @@ func (k *SimulatedKubelets) AddNode(ctx context.Context, name string) error {
 	if _, err := (Kubelet{Client: k.Client}).RegisterNode(ctx, name, true); err != nil {
 		return err
 	}
+	if k.MigratedPlugins != "" {
+		if err := (Kubelet{Client: k.Client}).ReportCSINode(ctx, name, k.MigratedPlugins, k.CSIDrivers...); err != nil {
+			return err
+		}
+	}
 	nctx, cancel := context.WithCancel(k.ctx)
-	n := &simulatedNode{name: name, cancel: cancel, mounted: map[string]time.Time{}}
+	n := &simulatedNode{name: name, cancel: cancel, mounted: map[string]time.Time{}, unmounts: map[string]int{}}
 	k.mu.Lock()
 	k.nodes[name] = n
 	k.mu.Unlock()
@@ -154,14 +168,16 @@ func (k *SimulatedKubelets) node(name string) *simulatedNode {
 	return k.nodes[name]
 }
 
-func (k *SimulatedKubelets) unmountDelay() time.Duration {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+// unmountDelay is how long after its last pod left node the volume is unmounted, the n-th
+// time it is there: seeded, and independent of the order the kubelets run in.
+func (k *SimulatedKubelets) unmountDelay(node, volume string, n int) time.Duration {
 	span := k.UnmountMax - k.UnmountMin
 	if span <= 0 {
 		return k.UnmountMin
 	}
-	return k.UnmountMin + time.Duration(k.rnd.Int64N(int64(span)))
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%d/%s/%s/%d", k.Seed, node, volume, n)
+	return k.UnmountMin + time.Duration(h.Sum64()%uint64(span))
 }
 
 func (k *SimulatedKubelets) runNode(ctx context.Context, n *simulatedNode) {
@@ -219,7 +235,8 @@ func (k *SimulatedKubelets) syncVolumes(ctx context.Context, n *simulatedNode) e
 		}
 		switch {
 		case unmountAt.IsZero():
-			n.mounted[v] = now.Add(k.unmountDelay())
+			n.mounted[v] = now.Add(k.unmountDelay(n.name, v, n.unmounts[v]))
+			n.unmounts[v]++
 		case !now.Before(unmountAt):
 			delete(n.mounted, v)
 		}
@@ -245,7 +262,8 @@ func (k *SimulatedKubelets) syncVolumes(ctx context.Context, n *simulatedNode) e
 }
 
 // wantedVolumes returns the unique names of the CSI volumes of the pods scheduled to node
-// that are not terminated.
+// that are not terminated: those of their claims, and with MigratedPlugins the CSI form of
+// their inline volumes of a migrated plugin.
 func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, error) {
 	pods, err := k.pods.List(labels.Everything())
 	if err != nil {
@@ -258,6 +276,9 @@ func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, error) 
 		}
 		for _, vol := range pod.Spec.Volumes {
 			if vol.PersistentVolumeClaim == nil {
+				if unique := k.migratedInline(&vol, pod.Namespace); unique != "" {
+					out[unique] = true
+				}
 				continue
 			}
 			claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName)
@@ -273,6 +294,25 @@ func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, error) 
 	}
 	return out, nil
 }
+
+// migratedInline returns the CSI unique name of an inline volume of a migrated plugin, ""
+// for any other volume.
+func (k *SimulatedKubelets) migratedInline(vol *v1.Volume, namespace string) string {
+	if k.MigratedPlugins == "" || !translator.IsInlineMigratable(vol) {
+		return ""
+	}
+	plugin, err := translator.GetInTreePluginNameFromSpec(nil, vol)
+	if err != nil || !slices.Contains(strings.Split(k.MigratedPlugins, ","), plugin) {
+		return ""
+	}
+	pv, err := translator.TranslateInTreeInlineVolumeToCSI(klog.Background(), vol, namespace)
+	if err != nil || pv.Spec.CSI == nil {
+		return ""
+	}
+	return CSIUniqueName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
+}
+
+var translator = csitrans.New()
 
 // CSIUniqueName is the unique volume name the kubelet and the attach/detach controller use
 // for a CSI volume in node status.

@@ -22,6 +22,8 @@ import (
 const (
 	chaosNodes   = 12
 	chaosVolumes = 120
+	chaosPVLess  = 12 // of chaosVolumes, those of spareDriver whose PersistentVolumes the churn deletes
+	chaosInline  = 24 // inline gce-pd volumes, attached through the migrated CSI driver
 	chaosNS      = "chaos"
 	maxWait      = 5 * time.Second // adc's --max-wait-for-unmount
 )
@@ -47,7 +49,10 @@ func TestChaos(t *testing.T) {
 	checker, feed := startChecker(t, cp, maxWait)
 	createVolumes(ctx, t, cp, chaosNS, chaosVolumes)
 
-	kubelets := &simulator.SimulatedKubelets{Client: cp.Client, Seed: uint64(seed)}
+	// Every node migrated gce-pd (its CSINode says so), so the inline gce-pd volumes are
+	// attached through pd.csi.storage.gke.io: adc here has no in-tree attacher.
+	kubelets := &simulator.SimulatedKubelets{Client: cp.Client, Seed: uint64(seed),
+		MigratedPlugins: "kubernetes.io/gce-pd", CSIDrivers: []string{driver, spareDriver, gceDriver}}
 	if err := kubelets.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +63,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	attacher := flakyAttacher(cp.Client, uint64(seed))
+	attacher := flakyAttacher(cp.Client, newAttacherFaults(uint64(seed)))
 	if err := attacher.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	fl := newFleet(names)
-	ch := newChurn(cp.Client, chaosNS, chaosVolumes, fl, rnd.Uint64())
+	ch := newChurn(cp.Client, chaosNS, chaosVolumes, chaosInline, fl, rnd.Uint64())
 	ch.Populate(ctx, 0.6)
 	t.Logf("set up in %s: %d nodes, %d volumes, adc leading", time.Since(began).Round(time.Millisecond), chaosNodes, chaosVolumes)
 
@@ -100,10 +105,13 @@ func TestChaos(t *testing.T) {
 	faultErr := f.Run(chaosCtx, time.Now().Add(*chaosDuration))
 	stopChaos()
 	<-churnDone
-	created, deleted := ch.Stats()
+	if err := ch.RestoreAll(ctx); err != nil {
+		t.Errorf("after the chaos phase: %v", err)
+	}
+	created, deleted, pvDeleted, pvRecreated := ch.Stats()
 	started, killed := reps.Stats()
-	t.Logf("chaos phase over after %s: faults %v; pods created %d, deleted %d; adc processes %d, leaders killed %d; attaches %d, detaches %d; kubelet volumesInUse patches %d",
-		time.Since(began).Round(time.Millisecond), f.Injected(), created, deleted, started, killed, attacher.Attached(), attacher.Detached(), kubelets.Patches())
+	t.Logf("chaos phase over after %s: faults %v; pods created %d, deleted %d; PersistentVolumes deleted under their VolumeAttachments %d, created again %d; adc processes %d, leaders killed %d; attaches %d, detaches %d; kubelet volumesInUse patches %d",
+		time.Since(began).Round(time.Millisecond), f.Injected(), created, deleted, pvDeleted, pvRecreated, started, killed, attacher.Attached(), attacher.Detached(), kubelets.Patches())
 	if faultErr != nil {
 		t.Errorf("injecting faults: %v", faultErr)
 	}

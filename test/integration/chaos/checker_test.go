@@ -247,3 +247,267 @@ func TestCheckerRejectsOutOfOrderEvents(t *testing.T) {
 		t.Fatal("an event at an older revision was accepted")
 	}
 }
+
+// step is one change of a synthetic event sequence: obj put (created or updated) or deleted.
+type step struct {
+	kind Kind
+	obj  runtime.Object
+	del  bool
+}
+
+func put(kind Kind, obj runtime.Object) step { return step{kind: kind, obj: obj} }
+func del(kind Kind, obj runtime.Object) step { return step{kind: kind, obj: obj, del: true} }
+
+const gceHandlePrefix = "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/"
+
+// testInlineVA is the VolumeAttachment adc creates for a pod's inline gce-pd disk on a node
+// that migrated gce-pd: the translated spec inline, no PersistentVolume.
+func testInlineVA(disk, node string, modes ...v1.PersistentVolumeAccessMode) *storagev1.VolumeAttachment {
+	if len(modes) == 0 {
+		modes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+	}
+	handle := gceHandlePrefix + disk
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: VAName(handle, gceDriver, node)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: gceDriver, NodeName: node, Source: storagev1.VolumeAttachmentSource{
+			InlineVolumeSpec: &v1.PersistentVolumeSpec{AccessModes: modes, PersistentVolumeSource: v1.PersistentVolumeSource{
+				CSI: &v1.CSIPersistentVolumeSource{Driver: gceDriver, VolumeHandle: handle}}}}},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true},
+	}
+}
+
+// testGCEPV is a PersistentVolume of the gce-pd disk, in-tree, whose migrated
+// VolumeAttachment names handle projects/UNSPECIFIED/zones/UNSPECIFIED/disks/<disk>.
+func testGCEPV(name, disk string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+		AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		PersistentVolumeSource: v1.PersistentVolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: disk}},
+	}}
+}
+
+func testInlinePod(name, node, disk string, readOnly bool) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.PodSpec{NodeName: node, Volumes: []v1.Volume{{Name: "d",
+		VolumeSource: v1.VolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: disk, ReadOnly: readOnly}}}}}}
+}
+
+func testClaim(name, pv string) *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.PersistentVolumeClaimSpec{VolumeName: pv}}
+}
+
+// The invariants cover VolumeAttachments with an inline volume spec, VolumeAttachments whose
+// PersistentVolume is gone, and in-tree attachments (node status only, no VolumeAttachment):
+// each case is a sequence of changes as etcd records them and the violations it must give.
+func TestCheckerInlinePVLessInTree(t *testing.T) {
+	inlineU := uniqueName(gceDriver, gceHandlePrefix+"d1")
+	csiU := uniqueName(testDriver, "h-v1")
+	inTreeU := "kubernetes.io/gce-pd/d1"
+	ready := func(name string, listed, inUse []string, taints ...v1.Taint) *v1.Node {
+		return testNode(name, v1.ConditionTrue, t0, listed, inUse, taints...)
+	}
+	oos := v1.Taint{Key: outOfServiceTaint, Effect: v1.TaintEffectNoExecute}
+	inlineVA := testInlineVA("d1", "n1")
+	pvlessVA := testVA("v1", "n1")
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  map[string]int
+		// covered: coverage counters that must be at least 1.
+		covered []string
+	}{
+		{
+			name: "inline VA deleted while listed and in use",
+			steps: []step{put(KindNode, ready("n1", []string{inlineU}, []string{inlineU})), put(KindVolumeAttachment, inlineVA),
+				put(KindVolumeAttachment, deleting(inlineVA, t0.Add(time.Minute)))},
+			want: map[string]int{DetachOrder: 1, DetachWhileInUse: 1}, covered: []string{CoveredInline},
+		},
+		{
+			name: "inline VA deleted after it was unlisted and unmounted",
+			steps: []step{put(KindNode, ready("n1", []string{inlineU}, []string{inlineU})), put(KindVolumeAttachment, inlineVA),
+				put(KindNode, ready("n1", nil, nil)), del(KindVolumeAttachment, inlineVA)},
+			want: map[string]int{}, covered: []string{CoveredInline},
+		},
+		{
+			name: "inline ReadWriteOnce VA created on a second node",
+			steps: []step{put(KindNode, ready("n1", nil, nil)), put(KindNode, ready("n2", nil, nil)),
+				put(KindVolumeAttachment, inlineVA), put(KindVolumeAttachment, testInlineVA("d1", "n2"))},
+			want: map[string]int{MultiAttach: 1},
+		},
+		{
+			name: "inline ReadOnlyMany VA on two nodes",
+			steps: []step{put(KindNode, ready("n1", nil, nil)), put(KindNode, ready("n2", nil, nil)),
+				put(KindVolumeAttachment, testInlineVA("d1", "n1", v1.ReadOnlyMany)), put(KindVolumeAttachment, testInlineVA("d1", "n2", v1.ReadOnlyMany))},
+			want: map[string]int{},
+		},
+		{
+			name: "VA deleted while in use after its PersistentVolume was deleted",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindNode, ready("n1", []string{csiU}, []string{csiU})),
+				put(KindVolumeAttachment, pvlessVA), del(KindPersistentVolume, testPV("v1")), del(KindVolumeAttachment, pvlessVA)},
+			want: map[string]int{DetachOrder: 1, DetachWhileInUse: 1}, covered: []string{CoveredPVLess},
+		},
+		{
+			name: "VA deleted after unmount and unlisting, its PersistentVolume gone",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindNode, ready("n1", []string{csiU}, []string{csiU})),
+				put(KindVolumeAttachment, pvlessVA), del(KindPersistentVolume, testPV("v1")), put(KindNode, ready("n1", nil, nil)),
+				put(KindVolumeAttachment, deleting(pvlessVA, t0.Add(time.Minute)))},
+			want: map[string]int{}, covered: []string{CoveredPVLess},
+		},
+		{
+			name: "VA created on a second node for a deleted ReadWriteOnce PersistentVolume",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindNode, ready("n1", nil, nil)), put(KindNode, ready("n2", nil, nil)),
+				put(KindVolumeAttachment, pvlessVA), del(KindPersistentVolume, testPV("v1")), put(KindVolumeAttachment, testVA("v1", "n2"))},
+			want: map[string]int{MultiAttach: 1}, covered: []string{CoveredPVLess},
+		},
+		{
+			name:  "in-tree volume unlisted (detached) while in use",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU})), put(KindNode, ready("n1", nil, []string{inTreeU}))},
+			want:  map[string]int{DetachWhileInUse: 1}, covered: []string{CoveredInTree},
+		},
+		{
+			name:  "in-tree volume unlisted after unmount",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU})), put(KindNode, ready("n1", []string{inTreeU}, nil)), put(KindNode, ready("n1", nil, nil))},
+			want:  map[string]int{}, covered: []string{CoveredInTree},
+		},
+		{
+			name: "in-tree volume unlisted while in use on an out-of-service node",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU})),
+				put(KindNode, testNode("n1", v1.ConditionFalse, t0, nil, []string{inTreeU}, oos))},
+			want: map[string]int{},
+		},
+		{
+			name: "in-tree volume unlisted while in use on a node not Ready for long",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU})),
+				put(KindNode, testNode("n1", v1.ConditionUnknown, t0.Add(-time.Hour), nil, []string{inTreeU}))},
+			want: map[string]int{},
+		},
+		{
+			name:  "in-tree attachments on a deleted node",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU})), del(KindNode, ready("n1", []string{inTreeU}, []string{inTreeU}))},
+			want:  map[string]int{},
+		},
+		{
+			name:  "in-tree ReadWriteOnce volume listed on two nodes",
+			steps: []step{put(KindNode, ready("n1", []string{inTreeU}, nil)), put(KindNode, ready("n2", []string{inTreeU}, nil))},
+			want:  map[string]int{MultiAttach: 1}, covered: []string{CoveredInTree},
+		},
+		{
+			name: "in-tree volume read-only in its pods, listed on two nodes",
+			steps: []step{put(KindPod, testInlinePod("p1", "n1", "d1", true)), put(KindPod, testInlinePod("p2", "n2", "d1", true)),
+				put(KindNode, ready("n1", []string{inTreeU}, nil)), put(KindNode, ready("n2", []string{inTreeU}, nil))},
+			want: map[string]int{},
+		},
+		{
+			name: "migrated inline VA created while the disk is attached in-tree elsewhere",
+			steps: []step{put(KindNode, ready("n2", []string{inTreeU}, nil)), put(KindNode, ready("n1", nil, nil)),
+				put(KindVolumeAttachment, inlineVA)},
+			want: map[string]int{MultiAttach: 1},
+		},
+		{
+			name: "in-tree attach while a migrated VA of the disk's PersistentVolume exists elsewhere",
+			steps: []step{put(KindPersistentVolume, testGCEPV("g1", "d1")), put(KindNode, ready("n1", nil, nil)),
+				put(KindVolumeAttachment, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-g1"},
+					Spec: storagev1.VolumeAttachmentSpec{Attacher: gceDriver, NodeName: "n1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptrTo("g1")}}}),
+				put(KindNode, ready("n2", []string{inTreeU}, nil))},
+			want: map[string]int{MultiAttach: 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSeq(t)
+			for _, st := range tc.steps {
+				s.apply(st.kind, st.obj, st.del)
+			}
+			got := s.invariants()
+			if len(got) != len(tc.want) {
+				t.Fatalf("violations %v, want %v: %v", got, tc.want, s.c.Violations())
+			}
+			for k, n := range tc.want {
+				if got[k] != n {
+					t.Fatalf("violations %v, want %v: %v", got, tc.want, s.c.Violations())
+				}
+			}
+			counts := s.c.Counts()
+			for _, k := range tc.covered {
+				if counts[k] == 0 {
+					t.Errorf("counts %v: %s not counted", counts, k)
+				}
+			}
+		})
+	}
+}
+
+func ptrTo(s string) *string { return &s }
+
+// Convergence with inline, PV-less and in-tree attachments: what is used must be attached
+// and listed, what is not used must be gone.
+func TestCheckerConvergenceInlinePVLessInTree(t *testing.T) {
+	inlineU := uniqueName(gceDriver, gceHandlePrefix+"d1")
+	csiU := uniqueName(testDriver, "h-v1")
+	inTreeU := "kubernetes.io/gce-pd/d1"
+	ready := func(listed ...string) *v1.Node { return testNode("n1", v1.ConditionTrue, t0, listed, nil) }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  []string // substrings of the problems, in order
+	}{
+		{
+			name:  "inline volume attached through CSI and listed",
+			steps: []step{put(KindNode, ready(inlineU)), put(KindPod, testInlinePod("p1", "n1", "d1", false)), put(KindVolumeAttachment, testInlineVA("d1", "n1"))},
+		},
+		{
+			name:  "inline volume attached in-tree and listed",
+			steps: []step{put(KindNode, ready(inTreeU)), put(KindPod, testInlinePod("p1", "n1", "d1", false))},
+		},
+		{
+			name:  "inline volume not attached",
+			steps: []step{put(KindNode, ready()), put(KindPod, testInlinePod("p1", "n1", "d1", false))},
+			want:  []string{"no VA " + testInlineVA("d1", "n1").Name},
+		},
+		{
+			name:  "inline VA attached but not listed",
+			steps: []step{put(KindNode, ready()), put(KindPod, testInlinePod("p1", "n1", "d1", false)), put(KindVolumeAttachment, testInlineVA("d1", "n1"))},
+			want:  []string{"attached but not listed"},
+		},
+		{
+			name:  "inline VA with no pod",
+			steps: []step{put(KindNode, ready(inlineU)), put(KindVolumeAttachment, testInlineVA("d1", "n1"))},
+			want:  []string{"no pod using it"},
+		},
+		{
+			name:  "in-tree volume listed with no pod",
+			steps: []step{put(KindNode, ready(inTreeU))},
+			want:  []string{"in-tree volume " + inTreeU + " left listed"},
+		},
+		{
+			name: "PV-less VA still used by a pod of its claim",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindClaim, testClaim("c1", "v1")), put(KindNode, ready(csiU)),
+				put(KindPod, testPod("p1", "n1", "c1")), put(KindVolumeAttachment, testVA("v1", "n1")), del(KindPersistentVolume, testPV("v1"))},
+		},
+		{
+			name: "PV-less VA no pod uses",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindClaim, testClaim("c1", "v1")), put(KindNode, ready()),
+				put(KindVolumeAttachment, testVA("v1", "n1")), del(KindPersistentVolume, testPV("v1"))},
+			want: []string{"(v1 (deleted) on n1) left with no pod"},
+		},
+		{
+			name: "CSI volume listed without a VA",
+			steps: []step{put(KindPersistentVolume, testPV("v1")), put(KindClaim, testClaim("c1", "v1")), put(KindNode, ready(csiU)),
+				put(KindPod, testPod("p1", "n1", "c1"))},
+			want: []string{"no VA", csiU + " listed on n1 without"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSeq(t)
+			for _, st := range tc.steps {
+				s.apply(st.kind, st.obj, st.del)
+			}
+			got := s.c.Convergence()
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %v, want %d like %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i].Message, w) {
+					t.Errorf("problem %d %q does not contain %q", i, got[i].Message, w)
+				}
+			}
+		})
+	}
+}

@@ -17,6 +17,14 @@ import (
 // required.
 const driver = "chaos.csi.example.com"
 
+// spareDriver is the CSI driver of the last chaosPVLess chaos volumes, the ones whose
+// PersistentVolume the churn deletes under their VolumeAttachments. adc cannot tell which
+// volume a VolumeAttachment of a deleted PersistentVolume is, so it detaches one only while
+// its node reports no volume of the driver in use; with a driver of their own, few volumes
+// per node, that happens while the PersistentVolume is gone, which is what the checker must
+// see.
+const spareDriver = "spare.csi.example.com"
+
 // startControlPlane starts a control plane of the test's own whose kube-apiserver can be
 // restarted, and stops it (removing everything) when the test ends.
 func startControlPlane(t *testing.T) *controlplane.ControlPlane {
@@ -45,13 +53,18 @@ func startChecker(t *testing.T, cp *controlplane.ControlPlane, maxWait time.Dura
 	return checker, feed
 }
 
-// volumePV is the chaos PersistentVolume i: ReadWriteOnce, CSI, handle h-<i>.
+// volumePV is the chaos PersistentVolume i: ReadWriteOnce, CSI, handle h-<i>, of driver
+// (spareDriver for the last chaosPVLess of chaosVolumes).
 func volumePV(i int) *v1.PersistentVolume {
+	d := driver
+	if i >= chaosVolumes-chaosPVLess {
+		d = spareDriver
+	}
 	return &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v-%03d", i)},
 		Spec: v1.PersistentVolumeSpec{
 			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: fmt.Sprintf("h-%03d", i)}},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d, VolumeHandle: fmt.Sprintf("h-%03d", i)}},
 		},
 	}
 }
@@ -79,6 +92,24 @@ func podFor(name, namespace, node, claim string) *v1.Pod {
 			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
 			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
 				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+		},
+	}
+}
+
+// inlineDisk is the gce-pd disk of inline volume slot i.
+func inlineDisk(i int) string { return fmt.Sprintf("chaos-disk-%03d", i) }
+
+// inlinePodFor is a pod on node with an inline gcePersistentDisk volume of disk: on a node
+// that migrated gce-pd, adc attaches it through pd.csi.storage.gke.io with a VolumeAttachment
+// carrying spec.source.inlineVolumeSpec and no PersistentVolume.
+func inlinePodFor(name, namespace, node, disk string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.PodSpec{
+			NodeName:   node,
+			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			Volumes: []v1.Volume{{Name: "disk", VolumeSource: v1.VolumeSource{
+				GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: disk, FSType: "ext4"}}}},
 		},
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/migration-aware/adc/test/integration/framework"
 	"github.com/migration-aware/adc/test/simulator"
@@ -47,8 +50,85 @@ func startReplica(t *testing.T, name, leaseName string, lease time.Duration) *re
 
 func (r *replica) created() int { return strings.Count(r.out.String(), "Created VolumeAttachment") }
 
-// Two replicas: only the leader acts; kill -9 the leader and the standby takes over within the
-// lease duration and finishes the pending attaches, with no duplicate or lost VolumeAttachment.
+// leaseState is one state of a Lease as a watch delivered it.
+type leaseState struct {
+	holder          string
+	acquire, renew  time.Time
+	duration        time.Duration
+	resourceVersion string
+}
+
+// leaseHistory records every state of a Lease from a watch, in the order the API server
+// applied them.
+type leaseHistory struct {
+	mu     sync.Mutex
+	states []leaseState
+}
+
+func (h *leaseHistory) snapshot() []leaseState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]leaseState(nil), h.states...)
+}
+
+// watchLease follows the Lease name in namespace default until the test ends.
+func watchLease(t *testing.T, name string) *leaseHistory {
+	t.Helper()
+	leases := framework.Get(t).Client.CoordinationV1().Leases("default")
+	h := &leaseHistory{}
+	record := func(l *coordinationv1.Lease) {
+		st := leaseState{resourceVersion: l.ResourceVersion}
+		if l.Spec.HolderIdentity != nil {
+			st.holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.AcquireTime != nil {
+			st.acquire = l.Spec.AcquireTime.Time
+		}
+		if l.Spec.RenewTime != nil {
+			st.renew = l.Spec.RenewTime.Time
+		}
+		if l.Spec.LeaseDurationSeconds != nil {
+			st.duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		}
+		h.mu.Lock()
+		h.states = append(h.states, st)
+		h.mu.Unlock()
+	}
+	l, err := leases.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading lease %s: %v", name, err)
+	}
+	record(l)
+	w, err := leases.Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: l.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watching lease %s: %v", name, err)
+	}
+	t.Cleanup(w.Stop)
+	go func() {
+		for ev := range w.ResultChan() {
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && ev.Type == watch.Modified {
+				record(l)
+			}
+		}
+	}()
+	return h
+}
+
+// linesWith returns the numbers of the lines of out that contain s, in order.
+func linesWith(out, s string) []int {
+	var at []int
+	for i, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, s) {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// Two replicas: only the leader acts; kill -9 the leader and the standby takes over once the
+// lease the killed leader last renewed has expired, and finishes the pending attaches, with
+// no duplicate or lost VolumeAttachment. The test asserts the order of events (the Lease's
+// states as a watch saw them, each replica's log) and logs how long the takeover took.
 func TestLeaderFailover(t *testing.T) {
 	cp := framework.Get(t)
 	ctx := t.Context()
@@ -65,6 +145,7 @@ func TestLeaderFailover(t *testing.T) {
 
 	a := startReplica(t, "a", "adc-failover", lease)
 	holder := waitForLeaseHolder(t, "adc-failover", "", 20*time.Second)
+	history := watchLease(t, "adc-failover")
 	b := startReplica(t, "b", "adc-failover", lease)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return strings.Contains(b.out.String(), "standing by"), nil
@@ -90,18 +171,46 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	_, _ = a.cmd.Process.Wait()
 	for i := 0; i < 5; i++ {
 		createBoundCSIPod(t, fmt.Sprintf("failover-second-%d", i), node, driver, fmt.Sprintf("second-%d", i))
 	}
-	newHolder := waitForLeaseHolder(t, "adc-failover", holder, 3*lease)
-	tookOver := time.Since(killed)
-	t.Logf("standby took the lease %s after the leader was killed (lease duration %s)", tookOver.Round(time.Millisecond), lease)
-	if tookOver > lease+lease/2 {
-		t.Errorf("takeover took %s, want within the lease duration %s (plus one retry period)", tookOver, lease)
-	}
+	// A hang guard, not a budget: the takeover's time is logged below.
+	newHolder := waitForLeaseHolder(t, "adc-failover", holder, 60*time.Second)
+	t.Logf("standby took the lease %s after the leader was killed (lease duration %s)", time.Since(killed).Round(time.Millisecond), lease)
 	if newHolder == holder {
 		t.Fatalf("lease still held by the killed leader %s", holder)
 	}
+	// The Lease's history: the killed leader's renewals, then the standby's acquisition, and
+	// nothing of the old leader after that. The standby acquired only after the lease the
+	// leader last renewed had expired (acquireTime >= last renewTime + duration): never two
+	// leaders at once.
+	var lastRenew leaseState
+	var acquired *leaseState
+	for _, st := range history.snapshot() {
+		switch {
+		case st.holder == holder && acquired != nil:
+			t.Errorf("the killed leader %s wrote the lease (rv %s) after %s acquired it", holder, st.resourceVersion, newHolder)
+		case st.holder == holder:
+			lastRenew = st
+		case st.holder == newHolder && acquired == nil:
+			acquired = &st
+		}
+	}
+	switch {
+	case lastRenew.renew.IsZero():
+		t.Errorf("the watch saw no renewal by the leader %s: %+v", holder, history.snapshot())
+	case acquired == nil:
+		t.Errorf("the watch never saw %s acquire the lease: %+v", newHolder, history.snapshot())
+	case acquired.acquire.Before(lastRenew.renew.Add(lastRenew.duration)):
+		t.Errorf("%s acquired the lease at %s, before the lease %s last renewed at %s (for %s) expired",
+			newHolder, acquired.acquire.Format(time.StampMicro), holder, lastRenew.renew.Format(time.StampMicro), lastRenew.duration)
+	default:
+		t.Logf("leader's last renewal %s (rv %s), lease expired %s later, standby acquired %s after that (rv %s)",
+			lastRenew.renew.Format(time.StampMicro), lastRenew.resourceVersion, lastRenew.duration,
+			acquired.acquire.Sub(lastRenew.renew.Add(lastRenew.duration)).Round(time.Millisecond), acquired.resourceVersion)
+	}
+
 	waitForVAs(t, driver, 10)
 	names := listedVolumes(t, node)
 	for i := 0; i < 5; i++ {
@@ -117,6 +226,12 @@ func TestLeaderFailover(t *testing.T) {
 	})
 	if got := b.created(); got != 5 {
 		t.Errorf("new leader created %d VolumeAttachments, want exactly the 5 pending ones (no duplicates)", got)
+	}
+	// The new leader created them only after it became the leader.
+	out := b.out.String()
+	became := linesWith(out, "Became the leader")
+	if creates := linesWith(out, "Created VolumeAttachment"); len(became) != 1 || len(creates) == 0 || creates[0] < became[0] {
+		t.Errorf("replica b: became leader at log lines %v, created VolumeAttachments at lines %v; want every create after becoming the leader", became, creates)
 	}
 }
 
@@ -200,6 +315,7 @@ func TestLostLeaseExitsNonZero(t *testing.T) {
 	holder := waitForLeaseHolder(t, "adc-lost", "", 20*time.Second)
 
 	leases := cp.Client.CoordinationV1().Leases("default")
+	var taken string // the resourceVersion of the intruder's write
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := leases.Get(ctx, "adc-lost", metav1.GetOptions{})
 		if err != nil {
@@ -208,11 +324,15 @@ func TestLostLeaseExitsNonZero(t *testing.T) {
 		intruder, long := "intruder", int32(3600)
 		now := metav1.NewMicroTime(time.Now())
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, l.Spec.AcquireTime = &intruder, &long, &now, &now
-		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			taken = updated.ResourceVersion
+		}
 		return err == nil, nil // a conflict with the leader's renewal: try again
 	}); err != nil {
 		t.Fatalf("taking the lease from %s: %v", holder, err)
 	}
+	// A hang guard, not a budget.
 	select {
 	case err := <-exited:
 		if err == nil {
@@ -221,8 +341,15 @@ func TestLostLeaseExitsNonZero(t *testing.T) {
 		if !strings.Contains(r.out.String(), "Lost the leader election lease") {
 			t.Errorf("no log line about the lost lease:\n%s", r.out.String())
 		}
-	case <-time.After(4 * lease):
-		t.Fatalf("the replica kept running %s after losing its lease", 4*lease)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the replica kept running 60s after losing its lease")
+	}
+	// In order: the intruder took the lease, the replica noticed and exited, and it never
+	// wrote the lease again (no renewal over the intruder, no release on the way out).
+	if l, err := leases.Get(ctx, "adc-lost", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if l.ResourceVersion != taken || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "intruder" {
+		t.Errorf("lease rv %s held by %v after the replica exited; want the intruder's write (rv %s) untouched", l.ResourceVersion, l.Spec.HolderIdentity, taken)
 	}
 	_ = leases.Delete(ctx, "adc-lost", metav1.DeleteOptions{})
 }

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc"
@@ -50,20 +52,31 @@ func TestCSIPersistentVolumeEndToEnd(t *testing.T) {
 	}
 }
 
-// A node without CSINode holds a migrated plugin's volume (no attach) and retries; once the
-// CSINode appears the VolumeAttachment follows within 2 s.
+// A node without CSINode holds a migrated plugin's volume (no attach) and retries with
+// backoff; the CSINode's arrival, not a backoff retry, attaches it. The controller runs on a
+// fake clock that the test steps while the pair is held and then stops: no retry can come due
+// after that, so the VolumeAttachment that follows the CSINode is the CSINode event's doing.
 func TestCSINodeMissingThenCreated(t *testing.T) {
 	e := newEnv(t)
 	e.startAttacher(&simulator.ExternalAttacher{})
-	ctrl := e.startController(adc.Options{})
+	clock := testingclock.NewFakeClock(time.Now())
+	ctrl := e.startController(adc.Options{Clock: clock})
 	node := e.node("late", true)
 	claim := e.boundClaim(e.gcePV("pd", "disk-late", "us-central1-a"))
 	e.pod("app", node, []string{claim})
 	name := vaName("projects/UNSPECIFIED/zones/us-central1-a/disks/disk-late", "pd.csi.storage.gke.io", node)
 
+	// Each look steps the clock past the backoff cap (2 s here), so the pair's scheduled retry
+	// comes due and runs; done once two have run and the next is not due.
+	var held adc.PairState
 	e.eventually("pair held in wait with retries", 10*time.Second, func() (bool, string) {
 		s, ok := pairState(ctrl.Controller, node, e.ns+"/app", "data-0")
-		return ok && s.Mechanism == "wait" && s.Phase == adc.PhaseHeld && s.Retries >= 2 && !s.NextRetry.IsZero(), s.Reason
+		if ok && s.Mechanism == "wait" && s.Phase == adc.PhaseHeld && s.Retries >= 2 && s.NextRetry.After(clock.Now()) {
+			held = s
+			return true, ""
+		}
+		clock.Step(3 * time.Second)
+		return false, fmt.Sprintf("%s %s retries=%d next=%s now=%s", s.Phase, s.Reason, s.Retries, s.NextRetry, clock.Now())
 	})
 	if _, err := e.va(name); err == nil {
 		t.Fatalf("VolumeAttachment %s created before the node reported its migration state", name)
@@ -73,10 +86,15 @@ func TestCSINodeMissingThenCreated(t *testing.T) {
 		return len(ev) == 1, ""
 	})
 
+	frozen := clock.Now()
 	created := time.Now()
 	e.csiNode(node, "kubernetes.io/gce-pd", "pd.csi.storage.gke.io")
-	e.eventually("VolumeAttachment after CSINode creation", 2*time.Second, e.vaExists(name))
-	t.Logf("VolumeAttachment created %s after the CSINode", time.Since(created).Round(time.Millisecond))
+	e.eventually("VolumeAttachment after CSINode creation", 10*time.Second, e.vaExists(name))
+	t.Logf("VolumeAttachment created %s after the CSINode (wall clock), with the controller's clock stopped %s before its next retry",
+		time.Since(created).Round(time.Millisecond), held.NextRetry.Sub(frozen))
+	if !clock.Now().Equal(frozen) || !held.NextRetry.After(frozen) {
+		t.Fatalf("the controller's clock moved (%s -> %s) or a retry was due (next %s): the attach may be a retry's", frozen, clock.Now(), held.NextRetry)
+	}
 	if got := len(e.events(e.ns, "app", adc.ReasonWaitingForNode)); got != 1 {
 		t.Errorf("%d wait Events for the pod, want exactly 1 (one per pod and reason, not per retry)", got)
 	}

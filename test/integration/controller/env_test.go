@@ -168,6 +168,13 @@ func (e *testEnv) startController(opts adc.Options) *runningController {
 // startControllerWith runs adc with the given client (e.g. one through a fault proxy).
 func (e *testEnv) startControllerWith(client kubernetes.Interface, opts adc.Options) *runningController {
 	e.t.Helper()
+	return e.startControllerOn(client, opts, nil)
+}
+
+// startControllerOn runs adc with the given client on an informer factory that wrap (if set)
+// may wrap, e.g. to see when adc's own event handlers return.
+func (e *testEnv) startControllerOn(client kubernetes.Interface, opts adc.Options, wrap func(informers.SharedInformerFactory) informers.SharedInformerFactory) *runningController {
+	e.t.Helper()
 	if opts.Backoff.InitialInterval == 0 {
 		opts.Backoff = adc.BackoffOptions{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxInterval: 2 * time.Second, RandomizationFactor: 0.1}
 	}
@@ -179,7 +186,11 @@ func (e *testEnv) startControllerWith(client kubernetes.Interface, opts adc.Opti
 		opts.ExpectationCheckInterval = 100 * time.Millisecond
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	ctrl, err := adc.New(client, e.cp.Dynamic, factory, opts)
+	var adcFactory informers.SharedInformerFactory = factory
+	if wrap != nil {
+		adcFactory = wrap(factory)
+	}
+	ctrl, err := adc.New(client, e.cp.Dynamic, adcFactory, opts)
 	if err != nil {
 		cancel()
 		e.t.Fatalf("creating the controller: %v", err)

@@ -2,11 +2,17 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	storageinformers "k8s.io/client-go/informers/storage"
+	storagev1informers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/volumeattach"
@@ -14,69 +20,147 @@ import (
 )
 
 // lateDeleteReturn is a VolumeAttachment writer whose Delete returns only after the
-// controller's own informer has seen the VolumeAttachment go (the detach operation ended). It
+// controller's own VolumeAttachment delete handler has returned for the deleted object. It
 // forces the event order that a slow API response produces by chance in a busy cluster: the
-// informer's delete event before the Delete call returns.
+// informer's delete event handled in full before the Delete call returns.
 type lateDeleteReturn struct {
 	volumeattach.AttachmentWriter
-	ended *detachEnds
+	handled *deleteHandled
 }
 
 func (w *lateDeleteReturn) Delete(ctx context.Context, name string, uid types.UID) error {
 	if err := w.AttachmentWriter.Delete(ctx, name, uid); err != nil {
 		return err
 	}
-	w.ended.wait(ctx, name)
-	return nil
+	select {
+	case <-w.handled.ch(name, uid):
+		w.handled.forced(name)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for adc's delete handler of VolumeAttachment %s: %w", name, ctx.Err())
+	}
 }
 
-// detachEnds is an adc.Observer that records which VolumeAttachments' detaches the controller
-// saw end (its informer delivered the delete).
-type detachEnds struct {
-	mu    sync.Mutex
-	ended map[string]chan struct{}
+// deleteHandled records, per VolumeAttachment name and UID, that adc's delete handler for it
+// returned, and which Delete calls waited for that.
+type deleteHandled struct {
+	mu      sync.Mutex
+	done    map[string]chan struct{} // name/uid -> closed when adc's handler returned
+	ordered []string                 // Delete calls that returned after the handler, in order
 }
 
-func (d *detachEnds) ch(name string) chan struct{} {
+func (d *deleteHandled) ch(name string, uid types.UID) chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ended == nil {
-		d.ended = map[string]chan struct{}{}
+	if d.done == nil {
+		d.done = map[string]chan struct{}{}
 	}
-	if d.ended[name] == nil {
-		d.ended[name] = make(chan struct{})
+	key := name + "/" + string(uid)
+	if d.done[key] == nil {
+		d.done[key] = make(chan struct{})
 	}
-	return d.ended[name]
+	return d.done[key]
 }
 
-func (d *detachEnds) OperationCompleted(op adc.Operation) {
-	if op.Kind != adc.OperationDetach {
+func (d *deleteHandled) handlerReturned(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if !ok {
 		return
 	}
-	// A detach of an attachment whose attach adc did not see start is named by its
-	// VolumeAttachment; otherwise by the unique name (the wait then ends on its timeout).
-	ch := d.ch(op.Volume)
-	select {
-	case <-ch:
-	default:
-		close(ch)
+	// A Delete without a UID precondition waits under the name alone.
+	for _, ch := range []chan struct{}{d.ch(va.Name, va.UID), d.ch(va.Name, "")} {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
 	}
 }
 
-func (d *detachEnds) ForcedDetach(string) {}
+func (d *deleteHandled) forced(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ordered = append(d.ordered, name)
+}
 
-func (d *detachEnds) NodeRead(string) {}
+func (d *deleteHandled) forcedDeletes() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.ordered...)
+}
 
-func (d *detachEnds) NodeFlip(string) {}
-
-func (d *detachEnds) wait(ctx context.Context, name string) {
-	select {
-	case <-d.ch(name):
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
+// hookVADeletes wraps an informer factory so that every handler registered on its
+// VolumeAttachment informer reports to d when its OnDelete has returned.
+func hookVADeletes(d *deleteHandled) func(informers.SharedInformerFactory) informers.SharedInformerFactory {
+	return func(f informers.SharedInformerFactory) informers.SharedInformerFactory {
+		return hookedFactory{SharedInformerFactory: f, d: d}
 	}
-	// The delete handler clears its memory right after it ends the operation.
-	time.Sleep(100 * time.Millisecond)
+}
+
+type hookedFactory struct {
+	informers.SharedInformerFactory
+	d *deleteHandled
+}
+
+func (f hookedFactory) Storage() storageinformers.Interface {
+	return hookedStorage{Interface: f.SharedInformerFactory.Storage(), d: f.d}
+}
+
+type hookedStorage struct {
+	storageinformers.Interface
+	d *deleteHandled
+}
+
+func (s hookedStorage) V1() storagev1informers.Interface {
+	return hookedStorageV1{Interface: s.Interface.V1(), d: s.d}
+}
+
+type hookedStorageV1 struct {
+	storagev1informers.Interface
+	d *deleteHandled
+}
+
+func (s hookedStorageV1) VolumeAttachments() storagev1informers.VolumeAttachmentInformer {
+	return hookedVAInformer{VolumeAttachmentInformer: s.Interface.VolumeAttachments(), d: s.d}
+}
+
+type hookedVAInformer struct {
+	storagev1informers.VolumeAttachmentInformer
+	d *deleteHandled
+}
+
+func (i hookedVAInformer) Informer() cache.SharedIndexInformer {
+	return hookedSharedInformer{SharedIndexInformer: i.VolumeAttachmentInformer.Informer(), d: i.d}
+}
+
+type hookedSharedInformer struct {
+	cache.SharedIndexInformer
+	d *deleteHandled
+}
+
+func (i hookedSharedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandler(hookedHandler{ResourceEventHandler: h, d: i.d})
+}
+
+func (i hookedSharedInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(hookedHandler{ResourceEventHandler: h, d: i.d}, resync)
+}
+
+func (i hookedSharedInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(hookedHandler{ResourceEventHandler: h, d: i.d}, o)
+}
+
+type hookedHandler struct {
+	cache.ResourceEventHandler
+	d *deleteHandled
+}
+
+func (h hookedHandler) OnDelete(obj any) {
+	h.ResourceEventHandler.OnDelete(obj)
+	h.d.handlerReturned(obj)
 }
 
 // A VolumeAttachment deleted by adc and re-created under the same name (the same volume's pod
@@ -87,11 +171,10 @@ func (d *detachEnds) wait(ctx context.Context, name string) {
 func TestRecreatedVolumeAttachmentIsNotDeleting(t *testing.T) {
 	e := newEnv(t)
 	e.startAttacher(&simulator.ExternalAttacher{Drivers: []string{testDriver}})
-	ends := &detachEnds{}
-	e.startController(adc.Options{
-		Observer:    ends,
-		Attachments: &lateDeleteReturn{AttachmentWriter: &volumeattach.ClientAttachmentWriter{Client: e.client}, ended: ends},
-	})
+	handled := &deleteHandled{}
+	e.startControllerOn(e.client, adc.Options{
+		Attachments: &lateDeleteReturn{AttachmentWriter: &volumeattach.ClientAttachmentWriter{Client: e.client}, handled: handled},
+	}, hookVADeletes(handled))
 	node := e.node("n1", true)
 	e.csiNode(node, "", testDriver)
 	claim := e.boundClaim(e.csiPV("vol", testDriver, "recreate-1"))
@@ -104,6 +187,12 @@ func TestRecreatedVolumeAttachmentIsNotDeleting(t *testing.T) {
 
 	e.deletePod("first")
 	e.eventually("VolumeAttachment of the first pod deleted", 10*time.Second, e.vaGone(name))
+	// The order the test is about: adc's Delete of the first VolumeAttachment returned only
+	// after adc's delete handler had returned for it.
+	e.eventually("adc's Delete of the first VolumeAttachment returned after its delete handler", 10*time.Second, func() (bool, string) {
+		got := handled.forcedDeletes()
+		return len(got) == 1 && got[0] == name, fmt.Sprintf("Delete calls returned after the handler: %v", got)
+	})
 
 	e.pod("second", node, []string{claim})
 	e.eventually("VolumeAttachment re-created", 10*time.Second, func() (bool, string) {

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,22 +119,30 @@ func TestDelayMakesNodesLagBehindPods(t *testing.T) {
 	start := time.Now()
 	h.labelNode(t, "fp-delay", "after")
 	h.createPod(t, "fp-delay-pod")
+	// The order of events: the pod, created after the node change, is in adc's cache while
+	// the node change is not yet; then the node change arrives. (The lag is logged, not
+	// asserted.)
+	var order []string
 	var podSeen, nodeSeen time.Duration
 	framework.Eventually(t.Context(), t, "the pod and the node change cached", 10*time.Second, func(context.Context) (bool, string) {
-		if podSeen == 0 && h.podCached("fp-delay-pod") {
+		pod, node := h.podCached("fp-delay-pod"), h.cachedPhase("fp-delay") == "after"
+		switch {
+		case podSeen == 0 && pod && !node:
 			podSeen = time.Since(start)
+			order = append(order, "pod")
+		case podSeen == 0 && pod:
+			podSeen = time.Since(start)
+			order = append(order, "pod with the node change")
 		}
-		if nodeSeen == 0 && h.cachedPhase("fp-delay") == "after" {
+		if nodeSeen == 0 && node {
 			nodeSeen = time.Since(start)
+			order = append(order, "node change")
 		}
-		return podSeen > 0 && nodeSeen > 0, "not both yet"
+		return podSeen > 0 && nodeSeen > 0, fmt.Sprintf("seen so far: %v", order)
 	})
-	t.Logf("pod cached after %s, node change after %s", podSeen.Round(time.Millisecond), nodeSeen.Round(time.Millisecond))
-	if nodeSeen < lag {
-		t.Errorf("node change cached after %s, want at least %s", nodeSeen, lag)
-	}
-	if podSeen >= nodeSeen {
-		t.Errorf("pod cached after %s, not before the delayed node change (%s)", podSeen, nodeSeen)
+	t.Logf("pod cached after %s, node change after %s (delay %s)", podSeen.Round(time.Millisecond), nodeSeen.Round(time.Millisecond), lag)
+	if len(order) != 2 || order[0] != "pod" || order[1] != "node change" {
+		t.Errorf("cached in the order %v, want the pod first, then (later) the delayed node change", order)
 	}
 
 	h.proxy.Heal("nodes")
