@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // OutOfServiceTaint marks a node that is shut down for good; its volumes are detached at
@@ -290,28 +292,25 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	logger := klog.FromContext(ctx)
 	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
 	wasManaged, known := c.wasManaged(name)
-	if !wasManaged && len(objs) > 0 {
-		reason := "the node was deleted; adc did not manage its attachments (it had no " + ManagedAnnotation + " annotation), so its VolumeAttachments are left to their owner"
-		if !known {
-			reason = "the node was deleted before this adc saw it, so adc cannot tell whether it managed the node's attachments and leaves the VolumeAttachment alone; delete it by hand once the volume is safe to detach"
-		}
-		var states []PairState
-		for _, obj := range objs {
-			if va, ok := vaOf(obj); ok {
-				states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi",
-					Phase: PhaseDetachBlocked, Reason: reason})
-			}
-		}
-		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node alone", "count", len(objs), "known", known)
-		c.setSnapshot(name, states, now)
-		return 0, nil
-	}
 	var states []PairState
 	var toDetach []*storagev1.VolumeAttachment
+	left := 0
 	for _, obj := range objs {
 		va, ok := vaOf(obj)
 		if !ok {
 			continue
+		}
+		if !wasManaged {
+			ours, why, err := c.goneNodeAttachmentIsOurs(ctx, va, known)
+			if err != nil {
+				return 0, err
+			}
+			if !ours {
+				left++
+				states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi",
+					Phase: PhaseDetachBlocked, Reason: why})
+				continue
+			}
 		}
 		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
 			Reason: "the node was deleted; detaching"})
@@ -351,9 +350,44 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		it := inTree[i]
 		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName}, ForcedDetachNodeDeleted)
 	}
+	if left > 0 {
+		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node adc did not manage to their owner", "count", left)
+	}
 	if len(r.errs) == 0 && len(objs) == 0 {
 		c.forgetGoneNode(name)
 	}
 	c.setSnapshot(name, states, now)
 	return 0, joinErrs(r.errs)
 }
+
+// goneNodeAttachmentIsOurs decides whether a VolumeAttachment of a deleted node that adc did
+// not see managed is adc's to detach, and otherwise why not. A node adc saw without the
+// managed annotation had its volumes attached by its kubelet: they are left to it, as
+// upstream does. A node deleted before this adc saw it (during a leader failover, or while adc
+// was down) is judged by the object itself, read fresh with its managedFields (adc's cache
+// keeps none): one an attach/detach controller created (adc's field manager, or
+// kube-controller-manager's before adc took over) is detached; one the kubelet created is not.
+func (c *Controller) goneNodeAttachmentIsOurs(ctx context.Context, va *storagev1.VolumeAttachment, known bool) (bool, string, error) {
+	if known {
+		return false, "the node was deleted; adc did not manage its attachments (it had no " + ManagedAnnotation +
+			" annotation), so its VolumeAttachments are left to their owner", nil
+	}
+	fresh, err := c.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, "the VolumeAttachment is gone", nil
+	case err != nil:
+		return false, "", fmt.Errorf("reading VolumeAttachment %s of deleted node %s to learn who created it: %w", va.Name, va.Spec.NodeName, err)
+	}
+	for _, m := range fresh.ManagedFields {
+		if m.Operation == metav1.ManagedFieldsOperationUpdate && attachDetachManagers[m.Manager] {
+			return true, "", nil
+		}
+	}
+	return false, "the node was deleted before this adc saw it and an attach/detach controller did not create this VolumeAttachment " +
+		"(no field manager of one in its managedFields), so it is left to its owner; delete it by hand once the volume is safe to detach", nil
+}
+
+// attachDetachManagers are the field managers of attach/detach controllers: adc's, and
+// kube-controller-manager's (its built-in controller, before adc took over).
+var attachDetachManagers = map[string]bool{volumeattach.FieldManager: true, "kube-controller-manager": true}

@@ -92,7 +92,12 @@ func (f *fixture) api(objs ...interface{}) {
 		case *v1.Node:
 			_, err = f.client.CoreV1().Nodes().Create(f.ctx, o, metav1.CreateOptions{})
 		case *storagev1.VolumeAttachment:
-			_, err = f.client.StorageV1().VolumeAttachments().Create(f.ctx, o, metav1.CreateOptions{})
+			// The API server records the creator as the request's field manager.
+			opts := metav1.CreateOptions{}
+			if len(o.ManagedFields) > 0 {
+				opts.FieldManager = o.ManagedFields[0].Manager
+			}
+			_, err = f.client.StorageV1().VolumeAttachments().Create(f.ctx, o, opts)
 		default:
 			err = fmt.Errorf("fixture.api: unsupported %T", o)
 		}
@@ -213,7 +218,7 @@ func (r *recordingAttachments) Create(ctx context.Context, va *storagev1.VolumeA
 	stored.ResourceVersion = fmt.Sprint(1000 + r.rv)
 	r.creates = append(r.creates, stored)
 	r.mu.Unlock()
-	if _, err := r.api.StorageV1().VolumeAttachments().Create(ctx, stored, metav1.CreateOptions{}); err != nil {
+	if _, err := r.api.StorageV1().VolumeAttachments().Create(ctx, stored, metav1.CreateOptions{FieldManager: volumeattach.FieldManager}); err != nil {
 		return nil, err
 	}
 	return stored, nil

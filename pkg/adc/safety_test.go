@@ -236,12 +236,19 @@ func TestStatusWriteNotBlockedBySlowDelete(t *testing.T) {
 // Before the fix: "deleted [csi-...] of node n9, which adc never managed".
 func TestGoneNodeDetachesOnlyWhatADCManaged(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		managed    bool
+		name    string
+		managed bool
+		// unseen: the node was deleted before adc saw it (a leader failover); creator is the
+		// field manager that created the VolumeAttachment.
+		unseen     bool
+		creator    string
 		wantDelete bool
 	}{
-		{"never managed: left to its owner", false, false},
-		{"managed until deleted: detached", true, true},
+		{name: "never managed: left to its owner", creator: "kubelet"},
+		{name: "managed until deleted: detached", managed: true, creator: "adc", wantDelete: true},
+		{name: "deleted before adc saw it, created by adc: detached", unseen: true, creator: "adc", wantDelete: true},
+		{name: "deleted before adc saw it, created by kube-controller-manager: detached", unseen: true, creator: "kube-controller-manager", wantDelete: true},
+		{name: "deleted before adc saw it, created by the kubelet: left to it", unseen: true, creator: "kubelet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
@@ -250,10 +257,15 @@ func TestGoneNodeDetachesOnlyWhatADCManaged(t *testing.T) {
 					delete(n.Annotations, "volumes.kubernetes.io/controller-managed-attach-detach")
 				}
 			})
-			f.c.nodeHandler().OnAdd(n, false)
-			f.syncNode("n9")
+			if !tc.unseen {
+				f.c.nodeHandler().OnAdd(n, false)
+				f.syncNode("n9")
+			}
 			va := f.va("h1", "pv1", "n9", "uid-1", "10", true)
+			va.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: tc.creator, Operation: metav1.ManagedFieldsOperationUpdate}}
 			f.api(va)
+			va = va.DeepCopy()
+			va.ManagedFields = nil // adc's cache keeps none
 			f.store(f.vas, va)
 			f.c.vaHandler().OnAdd(va, false)
 			// The node goes away.
@@ -263,7 +275,9 @@ func TestGoneNodeDetachesOnlyWhatADCManaged(t *testing.T) {
 			if err := f.client.CoreV1().Nodes().Delete(f.ctx, "n9", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			f.c.nodeHandler().OnDelete(n)
+			if !tc.unseen {
+				f.c.nodeHandler().OnDelete(n)
+			}
 			f.syncNode("n9")
 			deleted := len(f.att.deleted()) > 0
 			if deleted != tc.wantDelete {
