@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,4 +207,19 @@ func (r *replicas) LogTail(t *testing.T, n int) {
 		}
 		t.Logf("adc replica %d generation %d, last %d lines:\n%s", p.slot, p.gen, len(lines), strings.Join(lines, "\n"))
 	}
+}
+
+// SaveLogs writes every process's whole log into dir (CHAOS_LOG_DIR), one file per replica
+// generation, for reading a run after it ended.
+func (r *replicas) SaveLogs(t *testing.T, dir string) {
+	r.mu.Lock()
+	procs := append([]*process(nil), r.procs...)
+	r.mu.Unlock()
+	for _, p := range procs {
+		name := filepath.Join(dir, fmt.Sprintf("adc-%d-%d.log", p.slot, p.gen))
+		if err := os.WriteFile(name, []byte(p.out.String()), 0o644); err != nil {
+			t.Logf("saving %s: %v", name, err)
+		}
+	}
+	t.Logf("adc logs saved in %s", dir)
 }
