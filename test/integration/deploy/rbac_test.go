@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -105,9 +106,10 @@ func TestControllerRunsAsServiceAccount(t *testing.T) {
 
 // startControllerAs runs adc in-process the way `adc controller` does (cmd/adc: one client
 // budget split into a normal and a node status client, a dynamic client, one shared informer
-// factory started after New, then Run), as user, impersonated by the admin. Every response
-// goes through rec. It stops when the test ends.
-func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, user string, rec *requestRecorder) {
+// factory started after New, then Run), as user, impersonated by the admin (admin is the
+// admin's rest.Config, or a fault proxy's). Every response goes through rec. It stops when
+// the test ends.
+func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, user string, rec *requestRecorder) *adc.Controller {
 	t.Helper()
 	base := rest.CopyConfig(admin)
 	base.Impersonate = rest.ImpersonationConfig{UserName: user}
@@ -152,13 +154,15 @@ func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, us
 		cancel()
 		<-done
 	})
+	return ctrl
 }
 
 // requestRecorder sees every response the controller's clients get.
 type requestRecorder struct {
 	mu        sync.Mutex
 	denied    []string
-	successes map[string]bool // "METHOD path"
+	successes map[string]bool        // "METHOD path"
+	codes     map[string]map[int]int // "METHOD path" -> status code -> responses
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -178,6 +182,14 @@ func (r *requestRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
 func (r *requestRecorder) record(req *http.Request, code int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	key := req.Method + " " + req.URL.Path
+	if r.codes == nil {
+		r.codes = map[string]map[int]int{}
+	}
+	if r.codes[key] == nil {
+		r.codes[key] = map[int]int{}
+	}
+	r.codes[key][code]++
 	switch {
 	case code == http.StatusForbidden:
 		r.denied = append(r.denied, req.Method+" "+req.URL.RequestURI())
@@ -193,6 +205,13 @@ func (r *requestRecorder) forbidden() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.denied)
+}
+
+// responses returns how many responses of each status code requests method path got.
+func (r *requestRecorder) responses(method, path string) map[int]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.codes[method+" "+path])
 }
 
 func (r *requestRecorder) succeeded(method, path string) bool {
@@ -223,7 +242,7 @@ func checkPermissions(ctx context.Context, t *testing.T, admin kubernetes.Interf
 		{"csinodeinfos", authorizationv1.ResourceAttributes{Group: "csi.storage.k8s.io", Resource: "csinodeinfos"}, []string{"list", "watch"}},
 		{"seed csidrivers", authorizationv1.ResourceAttributes{Group: "csi.storage.k8s.io", Resource: "csidrivers"}, []string{"list", "watch"}},
 		// Writes.
-		{"volumeattachments", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "volumeattachments"}, []string{"list", "watch", "create", "delete"}},
+		{"volumeattachments", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "volumeattachments"}, []string{"get", "list", "watch", "create", "delete"}},
 		{"volumeattachment status (the attacher's)", authorizationv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "volumeattachments", Subresource: "status"}, nil},
 		{"node status", authorizationv1.ResourceAttributes{Resource: "nodes", Subresource: "status"}, []string{"patch"}},
 		{"events in a pod's namespace", authorizationv1.ResourceAttributes{Namespace: "default", Resource: "events"}, []string{"create", "patch"}},
