@@ -6,6 +6,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/migration-aware/adc/internal/auditlog"
 )
 
 // KubernetesVersion is the version of the control plane `make envtest-assets` builds.
@@ -36,6 +39,9 @@ type ControlPlane struct {
 	KubeconfigPath string
 	// Env is the underlying envtest environment, for adding users.
 	Env *envtest.Environment
+	// AuditLogPath is the kube-apiserver's audit log (JSON lines, see internal/auditlog),
+	// when it was started with Options.AuditPolicy; empty otherwise. It is removed on stop.
+	AuditLogPath string
 
 	restartable bool
 }
@@ -92,6 +98,9 @@ type Options struct {
 	// APIServerFlags are extra kube-apiserver flags, name without "--" to value (benchmarks
 	// turn on the audit log with them).
 	APIServerFlags map[string]string
+	// AuditPolicy, when set, is an audit policy (YAML, e.g. auditlog.PolicyAll): the
+	// kube-apiserver logs the requests it selects to ControlPlane.AuditLogPath.
+	AuditPolicy string
 }
 
 // StartWithOptions starts a control plane as Start does, changed by opts.
@@ -106,9 +115,27 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 	if opts.EtcdDataDir != "" {
 		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: opts.EtcdDataDir}
 	}
-	if len(opts.APIServerFlags) > 0 {
+	flags := maps.Clone(opts.APIServerFlags)
+	var auditDir, auditLog string
+	if opts.AuditPolicy != "" {
+		var err error
+		if auditDir, err = os.MkdirTemp("", "adc-apiserver-audit-"); err != nil {
+			return nil, nil, fmt.Errorf("creating a folder for the audit log: %w", err)
+		}
+		policy := filepath.Join(auditDir, "policy.yaml")
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
+			_ = os.RemoveAll(auditDir)
+			return nil, nil, fmt.Errorf("writing the audit policy: %w", err)
+		}
+		auditLog = filepath.Join(auditDir, "audit.log")
+		if flags == nil {
+			flags = map[string]string{}
+		}
+		maps.Copy(flags, auditlog.APIServerFlags(policy, auditLog))
+	}
+	if len(flags) > 0 {
 		env.ControlPlane.APIServer = &envtest.APIServer{}
-		for name, value := range opts.APIServerFlags {
+		for name, value := range flags {
 			env.ControlPlane.APIServer.Configure().Set(name, value)
 		}
 	}
@@ -136,8 +163,10 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		if certDir != "" {
-			_ = os.RemoveAll(certDir)
+		for _, d := range []string{certDir, auditDir} {
+			if d != "" {
+				_ = os.RemoveAll(d)
+			}
 		}
 		return nil, nil, fmt.Errorf("starting the control plane from %s: %w", dir, err)
 	}
@@ -150,8 +179,11 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 			_ = os.RemoveAll(d)
 		}
 	}}
-	if certDir != "" {
-		cleanup = []func(){func() { _ = os.RemoveAll(certDir) }, cleanup[0]}
+	// Removed after the stop (cleanups run last to first).
+	for _, d := range []string{certDir, auditDir} {
+		if d != "" {
+			cleanup = append([]func(){func() { _ = os.RemoveAll(d) }}, cleanup...)
+		}
 	}
 	stop := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -179,7 +211,7 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, restartable: opts.Restartable}, stop, nil
+	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, AuditLogPath: auditLog, restartable: opts.Restartable}, stop, nil
 }
 
 // RestartAPIServer stops the kube-apiserver, runs whileDown (for example to compact etcd, so
