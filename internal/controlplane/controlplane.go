@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -44,6 +46,19 @@ type ControlPlane struct {
 	AuditLogPath string
 
 	restartable bool
+	// stopped is closed when the control plane stops.
+	stopped chan struct{}
+
+	mu       sync.Mutex
+	notReady []Window
+}
+
+// Window is a span of time; To is zero while it lasts.
+type Window struct{ From, To time.Time }
+
+// Contains reports whether t is in the window (at or after From, before To or To unset).
+func (w Window) Contains(t time.Time) bool {
+	return !t.Before(w.From) && (w.To.IsZero() || t.Before(w.To))
 }
 
 // AssetsDir returns where the control plane binaries are: KUBEBUILDER_ASSETS when set,
@@ -185,6 +200,8 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 			cleanup = append([]func(){func() { _ = os.RemoveAll(d) }}, cleanup...)
 		}
 	}
+	stopped := make(chan struct{})
+	cleanup = append([]func(){func() { close(stopped) }}, cleanup...)
 	stop := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
@@ -211,7 +228,8 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, AuditLogPath: auditLog, restartable: opts.Restartable}, stop, nil
+	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, AuditLogPath: auditLog,
+		restartable: opts.Restartable, stopped: stopped}, stop, nil
 }
 
 // RestartAPIServer stops the kube-apiserver, runs whileDown (for example to compact etcd, so
@@ -222,6 +240,10 @@ func (cp *ControlPlane) RestartAPIServer(whileDown func() error) error {
 		return fmt.Errorf("restarting the kube-apiserver: the control plane was not started with Options.Restartable")
 	}
 	api := cp.Env.ControlPlane.GetAPIServer()
+	cp.mu.Lock()
+	cp.notReady = append(cp.notReady, Window{From: time.Now()})
+	window := len(cp.notReady) - 1
+	cp.mu.Unlock()
 	// Stop sends SIGTERM and, after the stop timeout, SIGKILL with an error; either way the
 	// process is going, and the restart waits for its port instead.
 	_ = api.Stop()
@@ -243,10 +265,46 @@ func (cp *ControlPlane) RestartAPIServer(whileDown func() error) error {
 	if err := api.Start(); err != nil {
 		return fmt.Errorf("starting the kube-apiserver again: %w", err)
 	}
+	// Start returns once /healthz passes; the server is ready later (NotReady).
+	go cp.closeWhenReady(window)
 	if downErr != nil {
 		return fmt.Errorf("while the kube-apiserver was down: %w", downErr)
 	}
 	return nil
+}
+
+// NotReady returns when the kube-apiserver was stopped or not yet ready again: from each
+// RestartAPIServer's stop until /readyz first answered ok after it (To unset while it has
+// not). A restarted kube-apiserver serves from when /healthz passes, and until it is ready
+// its RBAC authorizer may refuse (403) what RBAC grants, its caches not yet synced
+// (kubernetes#121635), so an audit check leaves out the 403s received then.
+func (cp *ControlPlane) NotReady() []Window {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return slices.Clone(cp.notReady)
+}
+
+// closeWhenReady ends the not-ready window once /readyz answers ok (polled for up to two
+// minutes, or until the control plane stops).
+func (cp *ControlPlane) closeWhenReady(window int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-cp.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return false, nil
+		}
+		cp.mu.Lock()
+		cp.notReady[window].To = time.Now()
+		cp.mu.Unlock()
+		return true, nil
+	})
 }
 
 // EtcdURL returns the client URL of the control plane's etcd, for tests that read or compact

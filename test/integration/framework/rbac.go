@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/migration-aware/adc/internal/auditlog"
+	"github.com/migration-aware/adc/internal/controlplane"
 )
 
 // AuditPolicy is the audit policy of suites that check a controller's requests: every
@@ -61,6 +62,20 @@ func CheckNoForbidden(reqs []auditlog.Request, user string, ignoreAgents ...stri
 	}
 	return fmt.Errorf("the API server refused %d requests of %s (403 Forbidden); its RBAC lacks them:\n%s",
 		len(denied), user, strings.Join(lines, "\n"))
+}
+
+// ReceivedOutside splits requests into those the API server received outside every window
+// and those it received within one, e.g. while it was not ready after a restart
+// (ControlPlane.NotReady), when its authorizer may refuse what RBAC grants.
+func ReceivedOutside(reqs []auditlog.Request, windows []controlplane.Window) (outside, within []auditlog.Request) {
+	for _, r := range reqs {
+		if slices.ContainsFunc(windows, func(w controlplane.Window) bool { return w.Contains(r.Received) }) {
+			within = append(within, r)
+			continue
+		}
+		outside = append(outside, r)
+	}
+	return outside, within
 }
 
 // Call is a kind of request as RBAC authorizes it: verb, API group, resource (with

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/migration-aware/adc/internal/auditlog"
+	"github.com/migration-aware/adc/internal/controlplane"
 )
 
 func TestRuleAllows(t *testing.T) {
@@ -94,5 +95,35 @@ func TestCheckNoForbidden(t *testing.T) {
 	}
 	if err := CheckNoForbidden(reqs[2:], sa, "probe/"); err != nil {
 		t.Errorf("CheckNoForbidden without refusals = %v", err)
+	}
+}
+
+func TestReceivedOutside(t *testing.T) {
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	reqs := []auditlog.Request{{Verb: "before", Received: at}, {Verb: "from", Received: at.Add(time.Second)},
+		{Verb: "within", Received: at.Add(1500 * time.Millisecond)}, {Verb: "to", Received: at.Add(2 * time.Second)},
+		{Verb: "open", Received: at.Add(time.Minute)}}
+	for _, tc := range []struct {
+		name            string
+		windows         []controlplane.Window
+		outside, within string
+	}{
+		{"no windows", nil, "before from within to open", ""},
+		{"a closed window holds From, not To", []controlplane.Window{{From: at.Add(time.Second), To: at.Add(2 * time.Second)}}, "before to open", "from within"},
+		{"an open window", []controlplane.Window{{From: at.Add(30 * time.Second)}}, "before from within to", "open"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outside, within := ReceivedOutside(reqs, tc.windows)
+			verbs := func(rs []auditlog.Request) string {
+				var v []string
+				for _, r := range rs {
+					v = append(v, r.Verb)
+				}
+				return strings.Join(v, " ")
+			}
+			if verbs(outside) != tc.outside || verbs(within) != tc.within {
+				t.Errorf("outside %q, within %q; want %q, %q", verbs(outside), verbs(within), tc.outside, tc.within)
+			}
+		})
 	}
 }
