@@ -6,10 +6,13 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/migration-aware/adc/internal/auditlog"
 )
 
 // KubernetesVersion is the version of the control plane `make envtest-assets` builds.
@@ -36,8 +41,24 @@ type ControlPlane struct {
 	KubeconfigPath string
 	// Env is the underlying envtest environment, for adding users.
 	Env *envtest.Environment
+	// AuditLogPath is the kube-apiserver's audit log (JSON lines, see internal/auditlog),
+	// when it was started with Options.AuditPolicy; empty otherwise. It is removed on stop.
+	AuditLogPath string
 
 	restartable bool
+	// stopped is closed when the control plane stops.
+	stopped chan struct{}
+
+	mu       sync.Mutex
+	notReady []Window
+}
+
+// Window is a span of time; To is zero while it lasts.
+type Window struct{ From, To time.Time }
+
+// Contains reports whether t is in the window (at or after From, before To or To unset).
+func (w Window) Contains(t time.Time) bool {
+	return !t.Before(w.From) && (w.To.IsZero() || t.Before(w.To))
 }
 
 // AssetsDir returns where the control plane binaries are: KUBEBUILDER_ASSETS when set,
@@ -92,6 +113,9 @@ type Options struct {
 	// APIServerFlags are extra kube-apiserver flags, name without "--" to value (benchmarks
 	// turn on the audit log with them).
 	APIServerFlags map[string]string
+	// AuditPolicy, when set, is an audit policy (YAML, e.g. auditlog.PolicyAll): the
+	// kube-apiserver logs the requests it selects to ControlPlane.AuditLogPath.
+	AuditPolicy string
 }
 
 // StartWithOptions starts a control plane as Start does, changed by opts.
@@ -106,9 +130,27 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 	if opts.EtcdDataDir != "" {
 		env.ControlPlane.Etcd = &envtest.Etcd{DataDir: opts.EtcdDataDir}
 	}
-	if len(opts.APIServerFlags) > 0 {
+	flags := maps.Clone(opts.APIServerFlags)
+	var auditDir, auditLog string
+	if opts.AuditPolicy != "" {
+		var err error
+		if auditDir, err = os.MkdirTemp("", "adc-apiserver-audit-"); err != nil {
+			return nil, nil, fmt.Errorf("creating a folder for the audit log: %w", err)
+		}
+		policy := filepath.Join(auditDir, "policy.yaml")
+		if err := os.WriteFile(policy, []byte(opts.AuditPolicy), 0o600); err != nil {
+			_ = os.RemoveAll(auditDir)
+			return nil, nil, fmt.Errorf("writing the audit policy: %w", err)
+		}
+		auditLog = filepath.Join(auditDir, "audit.log")
+		if flags == nil {
+			flags = map[string]string{}
+		}
+		maps.Copy(flags, auditlog.APIServerFlags(policy, auditLog))
+	}
+	if len(flags) > 0 {
 		env.ControlPlane.APIServer = &envtest.APIServer{}
-		for name, value := range opts.APIServerFlags {
+		for name, value := range flags {
 			env.ControlPlane.APIServer.Configure().Set(name, value)
 		}
 	}
@@ -136,8 +178,10 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		if certDir != "" {
-			_ = os.RemoveAll(certDir)
+		for _, d := range []string{certDir, auditDir} {
+			if d != "" {
+				_ = os.RemoveAll(d)
+			}
 		}
 		return nil, nil, fmt.Errorf("starting the control plane from %s: %w", dir, err)
 	}
@@ -150,9 +194,14 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 			_ = os.RemoveAll(d)
 		}
 	}}
-	if certDir != "" {
-		cleanup = []func(){func() { _ = os.RemoveAll(certDir) }, cleanup[0]}
+	// Removed after the stop (cleanups run last to first).
+	for _, d := range []string{certDir, auditDir} {
+		if d != "" {
+			cleanup = append([]func(){func() { _ = os.RemoveAll(d) }}, cleanup...)
+		}
 	}
+	stopped := make(chan struct{})
+	cleanup = append([]func(){func() { close(stopped) }}, cleanup...)
 	stop := func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
@@ -179,7 +228,8 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, restartable: opts.Restartable}, stop, nil
+	return &ControlPlane{Config: cfg, Client: client, Dynamic: dyn, KubeconfigPath: kubeconfig, Env: env, AuditLogPath: auditLog,
+		restartable: opts.Restartable, stopped: stopped}, stop, nil
 }
 
 // RestartAPIServer stops the kube-apiserver, runs whileDown (for example to compact etcd, so
@@ -190,6 +240,10 @@ func (cp *ControlPlane) RestartAPIServer(whileDown func() error) error {
 		return fmt.Errorf("restarting the kube-apiserver: the control plane was not started with Options.Restartable")
 	}
 	api := cp.Env.ControlPlane.GetAPIServer()
+	cp.mu.Lock()
+	cp.notReady = append(cp.notReady, Window{From: time.Now()})
+	window := len(cp.notReady) - 1
+	cp.mu.Unlock()
 	// Stop sends SIGTERM and, after the stop timeout, SIGKILL with an error; either way the
 	// process is going, and the restart waits for its port instead.
 	_ = api.Stop()
@@ -211,10 +265,46 @@ func (cp *ControlPlane) RestartAPIServer(whileDown func() error) error {
 	if err := api.Start(); err != nil {
 		return fmt.Errorf("starting the kube-apiserver again: %w", err)
 	}
+	// Start returns once /healthz passes; the server is ready later (NotReady).
+	go cp.closeWhenReady(window)
 	if downErr != nil {
 		return fmt.Errorf("while the kube-apiserver was down: %w", downErr)
 	}
 	return nil
+}
+
+// NotReady returns when the kube-apiserver was stopped or not yet ready again: from each
+// RestartAPIServer's stop until /readyz first answered ok after it (To unset while it has
+// not). A restarted kube-apiserver serves from when /healthz passes, and until it is ready
+// its RBAC authorizer may refuse (403) what RBAC grants, its caches not yet synced
+// (kubernetes#121635), so an audit check leaves out the 403s received then.
+func (cp *ControlPlane) NotReady() []Window {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return slices.Clone(cp.notReady)
+}
+
+// closeWhenReady ends the not-ready window once /readyz answers ok (polled for up to two
+// minutes, or until the control plane stops).
+func (cp *ControlPlane) closeWhenReady(window int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-cp.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return false, nil
+		}
+		cp.mu.Lock()
+		cp.notReady[window].To = time.Now()
+		cp.mu.Unlock()
+		return true, nil
+	})
 }
 
 // EtcdURL returns the client URL of the control plane's etcd, for tests that read or compact

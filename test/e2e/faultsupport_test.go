@@ -28,11 +28,13 @@ import (
 // (adc's pkg/adc.OutOfServiceTaint; spelled out here as a user would).
 const outOfServiceTaint = "node.kubernetes.io/out-of-service"
 
-// ownStack starts a stack for one test (it kills or restarts parts) and stops it when the
-// test ends, checking that it left nothing behind.
+// ownStack starts a stack for one test (it kills or restarts parts), adc under the shipped
+// RBAC, and stops it when the test ends, checking that the API server refused adc nothing and
+// that the stack left nothing behind.
 func ownStack(t *testing.T, opts harness.Options) *harness.Stack {
 	t.Helper()
 	opts.ADCBinary = adcBinary
+	opts.ShippedRBAC = true
 	opts.Log = testWriter{t}
 	start := time.Now()
 	s, err := harness.Start(t.Context(), opts)
@@ -43,6 +45,9 @@ func ownStack(t *testing.T, opts harness.Options) *harness.Stack {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(s.Logs(60))
+		}
+		if err := adcRefused(s, t.Logf); err != nil {
+			t.Error(err)
 		}
 		if err := s.Stop(); err != nil {
 			t.Errorf("stopping the stack: %v", err)

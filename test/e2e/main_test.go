@@ -8,6 +8,11 @@
 // the API server) start their own with harness.Start. After the tests it checks, from the
 // drivers' call logs, that every volume detached on the shared stack was unpublished and
 // unstaged by its kubelet first (harness.DetachOrderViolations).
+//
+// adc runs as the ServiceAccount of deploy/kubernetes under exactly the RBAC shipped there
+// (harness.Options.ShippedRBAC), on the shared stack and on the tests' own stacks; each
+// stack fails its suite or test on any request of adc the API server refused (403), from its
+// audit log.
 package e2e
 
 import (
@@ -16,6 +21,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/migration-aware/adc/internal/auditlog"
 	"github.com/migration-aware/adc/test/e2e/harness"
 	"github.com/migration-aware/adc/test/integration/framework"
 )
@@ -51,8 +57,9 @@ func run(m *testing.M) int {
 			{Name: harness.GCEPDDriver},
 			{Name: NoAttachDriver, NoAttach: true},
 		},
-		ADCBinary: adcBinary,
-		Log:       os.Stderr,
+		ADCBinary:   adcBinary,
+		ShippedRBAC: true,
+		Log:         os.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the shared stack:", err)
@@ -64,6 +71,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// adc ran as its ServiceAccount under deploy/kubernetes' RBAC: nothing it asked was refused.
+	if err := adcRefused(shared, func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: "+f+"\n", a...) }); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: shared stack:", err)
+		code = 1
+	}
 	// Every volume of every test on the shared stack: unmounted before it was detached.
 	if v := sharedDetachOrderViolations(shared); len(v) > 0 {
 		fmt.Fprintln(os.Stderr, "e2e: volumes detached before the kubelet let go of them:")
@@ -85,6 +97,22 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// adcRefused returns an error listing every request of adc that the stack's API server
+// refused (403), from its audit log; the stack must run with Options.ShippedRBAC. 403s the
+// server answered while it was not ready after a restart (its RBAC authorizer's caches not
+// yet synced, kubernetes#121635) are left out and only counted to logf.
+func adcRefused(s *harness.Stack, logf func(format string, args ...any)) error {
+	reqs, err := framework.ReadAudit(s.ControlPlane())
+	if err != nil {
+		return err
+	}
+	reqs, notReady := framework.ReceivedOutside(reqs, s.ControlPlane().NotReady())
+	if n := len(auditlog.Forbidden(notReady, s.ADCUser())); n > 0 {
+		logf("%d requests of %s refused (403) while the kube-apiserver was not ready after a restart; not counted", n, s.ADCUser())
+	}
+	return framework.CheckNoForbidden(reqs, s.ADCUser())
 }
 
 // failWithLogs adds the stack's recent logs to a failed test's output.

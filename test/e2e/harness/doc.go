@@ -23,8 +23,10 @@
 //
 // Options choose the nodes (DeferredKubelets start later, with Kubelet(name).Start), the
 // drivers (NoAttach for attachRequired=false), adc's extra flags (ADCArgs; DeferADC), the
-// kubelets' status period (default 1 s) and a restartable kube-apiserver
-// (ControlPlane().RestartAPIServer). ADC(), Kubelet(name).Process(), Driver(name).Process()
+// kubelets' status period (default 1 s), a restartable kube-apiserver
+// (ControlPlane().RestartAPIServer), and ShippedRBAC: adc as the ServiceAccount of
+// deploy/kubernetes under exactly its RBAC, with an audit log to check what was refused to
+// ADCUser() (ControlPlane().NotReady says when a restarted server was not ready yet). ADC(), Kubelet(name).Process(), Driver(name).Process()
 // and Driver(name).Attacher() are Processes a test can Stop (SIGTERM), Kill (SIGKILL) and
 // Start again with the same flags (SetArgs changes them). A kubelet's root dir survives its
 // restarts, as /var/lib/kubelet does, so the drivers' sockets in it stay and the restarted

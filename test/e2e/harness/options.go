@@ -27,6 +27,12 @@ type Options struct {
 	ADCArgs []string
 	// DeferADC leaves adc stopped; start it with ADC().Start.
 	DeferADC bool
+	// ShippedRBAC runs adc as the ServiceAccount of deploy/kubernetes with exactly the RBAC
+	// shipped there (namespace.yaml and rbac.yaml applied; the admin impersonates the
+	// ServiceAccount), and makes the API server keep an audit log
+	// (ControlPlane().AuditLogPath), so that a suite can fail on any request refused to
+	// ADCUser(). Without it adc runs as the admin.
+	ShippedRBAC bool
 	// AttacherArgs are added to every csi-attacher's flags.
 	AttacherArgs []string
 	// RestartableAPIServer lets the test restart the kube-apiserver (ControlPlane().RestartAPIServer).

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/migration-aware/adc/internal/auditlog"
 	"github.com/migration-aware/adc/internal/controlplane"
 )
 
@@ -40,12 +41,15 @@ type Stack struct {
 	opts       Options
 	assets     string
 	kubeconfig string
-	cp         *controlplane.ControlPlane
-	stopCP     func()
-	kubelets   map[string]*Kubelet
-	drivers    map[string]*Driver
-	adc        *Process
-	adcPort    int
+	// adcKubeconfig and adcUser are what adc runs with: the admin's kubeconfig and user,
+	// or with Options.ShippedRBAC the ServiceAccount's.
+	adcKubeconfig, adcUser string
+	cp                     *controlplane.ControlPlane
+	stopCP                 func()
+	kubelets               map[string]*Kubelet
+	drivers                map[string]*Driver
+	adc                    *Process
+	adcPort                int
 
 	mu       sync.Mutex
 	procs    []*Process
@@ -117,7 +121,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	quietControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
 	s.logf("starting the control plane")
-	s.cp, s.stopCP, err = controlplane.StartWithOptions(controlplane.Options{Restartable: opts.RestartableAPIServer})
+	cpOpts := controlplane.Options{Restartable: opts.RestartableAPIServer}
+	if opts.ShippedRBAC {
+		// Every request: adc's are made by the admin impersonating its ServiceAccount, which
+		// the policy cannot select.
+		cpOpts.AuditPolicy = auditlog.PolicyAll
+	}
+	s.cp, s.stopCP, err = controlplane.StartWithOptions(cpOpts)
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
@@ -126,6 +136,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.kubeconfig = filepath.Join(s.Dir, "kubeconfig")
 	if err := controlplane.WriteKubeconfig(s.cp.Config, s.kubeconfig); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
+	}
+	s.adcKubeconfig, s.adcUser = s.kubeconfig, ""
+	if opts.ShippedRBAC {
+		if s.adcKubeconfig, s.adcUser, err = s.applyShippedRBAC(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.createCSIDrivers(ctx); err != nil {
 		return nil, err
@@ -188,7 +204,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.adcPort, err = freePort(); err != nil {
 		return nil, err
 	}
-	args := []string{"controller", "--kubeconfig", s.kubeconfig,
+	args := []string{"controller", "--kubeconfig", s.adcKubeconfig,
 		"--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.adcPort)),
 		// One replica: a restart in a test must not wait out a lease.
 		"--leader-elect=false", "--v", "2"}
@@ -270,6 +286,10 @@ func (s *Stack) Drivers() []*Driver {
 	}
 	return out
 }
+
+// ADCUser returns the user adc runs as with Options.ShippedRBAC (its ServiceAccount's),
+// empty when it runs as the admin.
+func (s *Stack) ADCUser() string { return s.adcUser }
 
 // ADC returns the adc controller process.
 func (s *Stack) ADC() *Process { return s.adc }

@@ -46,7 +46,11 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	args := append(append(append([]string{}, container.Command...), container.Args...),
 		"--kubeconfig", serviceAccountKubeconfig(t, cp.Config, m.serviceAccountUser()),
 		"--http-addr", "127.0.0.1:0", "--logging-format", "json", "-v", "2")
-	adcProc := startADC(t, args)
+	// The in-process controller of the other tests streams its informers' lists (client-go's
+	// WatchListClient, on by default: RBAC verb watch); the binary lists them the way client-go
+	// does against an API server that does not stream lists (verb list), so the suite uses,
+	// and checkAudit checks, both of the role's informer verbs.
+	adcProc := startADC(t, args, "KUBE_FEATURE_WatchListClient=false")
 
 	s := newScenario(ctx, t)
 	startAttacher(ctx, t)
@@ -128,10 +132,12 @@ type adcProcess struct {
 	err  error
 }
 
-func startADC(t *testing.T, args []string) *adcProcess {
+// startADC runs the adc binary with args, and env added to the test's environment.
+func startADC(t *testing.T, args []string, env ...string) *adcProcess {
 	t.Helper()
 	p := &adcProcess{cmd: exec.Command(adcBinary, args...), out: &framework.Output{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting adc %v: %v", args, err)
 	}

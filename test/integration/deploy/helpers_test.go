@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/test/integration/framework"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -140,6 +142,28 @@ func (s *scenario) deletePod(name string) {
 func (s *scenario) eventually(what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	s.t.Helper()
 	framework.Eventually(s.ctx, s.t, what, timeout, cond)
+}
+
+// podEvent holds once pod has an Event from adc with the reason, a message containing
+// message, and a count of at least count.
+func (s *scenario) podEvent(pod, reason, message string, count int32) func(context.Context) (bool, string) {
+	return func(ctx context.Context) (bool, string) {
+		list, err := s.admin.CoreV1().Events(s.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, ev := range list.Items {
+			if ev.InvolvedObject.Name != pod || ev.Source.Component != adc.ComponentName {
+				continue
+			}
+			if ev.Reason == reason && strings.Contains(ev.Message, message) && ev.Count >= count {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s x%d: %s", ev.Reason, ev.Count, ev.Message))
+		}
+		return false, fmt.Sprintf("adc's Events on pod %s: %q", pod, seen)
+	}
 }
 
 // attachedAndListed is the end of an attach: the VolumeAttachment is attached (by the

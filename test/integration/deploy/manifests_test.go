@@ -51,24 +51,34 @@ func (m *manifests) serviceAccountUser() string {
 // (other kustomizations, such as deploy/crds) the way kustomize does.
 func loadManifests(t *testing.T) *manifests {
 	t.Helper()
-	m := &manifests{}
-	if err := m.loadKustomization(manifestDir); err != nil {
+	m, err := readManifests()
+	if err != nil {
 		t.Fatal(err)
 	}
-	for name, missing := range map[string]bool{
-		"Namespace": m.Namespace == nil, "ServiceAccount": m.ServiceAccount == nil,
-		"ClusterRole": m.ClusterRole == nil, "ClusterRoleBinding": m.ClusterRoleBinding == nil,
-		"Role": m.Role == nil, "RoleBinding": m.RoleBinding == nil,
-		"Deployment": m.Deployment == nil, "Service": m.Service == nil, "CustomResourceDefinition": len(m.CRDs) == 0,
+	return m
+}
+
+// readManifests is loadManifests outside a test.
+func readManifests() (*manifests, error) {
+	m := &manifests{}
+	if err := m.loadKustomization(manifestDir); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, kind := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Namespace", m.Namespace == nil}, {"ServiceAccount", m.ServiceAccount == nil},
+		{"ClusterRole", m.ClusterRole == nil}, {"ClusterRoleBinding", m.ClusterRoleBinding == nil},
+		{"Role", m.Role == nil}, {"RoleBinding", m.RoleBinding == nil},
+		{"Deployment", m.Deployment == nil}, {"Service", m.Service == nil}, {"CustomResourceDefinition", len(m.CRDs) == 0},
 	} {
-		if missing {
-			t.Errorf("%s: no %s in the kustomization", manifestDir, name)
+		if kind.missing {
+			errs = append(errs, fmt.Errorf("%s: no %s in the kustomization", manifestDir, kind.name))
 		}
 	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	return m
+	return m, errors.Join(errs...)
 }
 
 func (m *manifests) loadKustomization(dir string) error {

@@ -4,6 +4,10 @@
 // Each integration test package calls Main (or Run) from its TestMain. The control plane
 // binaries are built from Go modules by `make envtest-assets`; KUBEBUILDER_ASSETS, when set,
 // points elsewhere.
+//
+// Suites that run adc under the RBAC it ships with (or the RBAC a host gives it) start the
+// control plane with AuditPolicy (RunWithOptions) and check, after their tests, that the API
+// server refused adc nothing (CheckNoForbidden) and what it asked for (CallsOf, RuleAllows).
 package framework
 
 import (
@@ -45,8 +49,22 @@ func Main(m *testing.M) {
 }
 
 // Run is Main without the exit, for a TestMain with its own setup and teardown.
-func Run(m *testing.M) (code int) {
-	cp, stop, err := Start()
+func Run(m *testing.M) (code int) { return RunWithOptions(m, Options{}) }
+
+// Options change how RunWithOptions runs a package; the zero value is Run.
+type Options struct {
+	// ControlPlane are the options the package's control plane starts with, e.g. an
+	// AuditPolicy for suites that check requests from the audit log.
+	ControlPlane controlplane.Options
+	// AfterTests, when set, runs once the tests have run, while the control plane still
+	// runs, for checks over the whole package (what the audit log shows). passed says
+	// whether every test passed. An error it returns is printed and fails the package.
+	AfterTests func(cp *ControlPlane, passed bool) error
+}
+
+// RunWithOptions is Run with options.
+func RunWithOptions(m *testing.M, o Options) (code int) {
+	cp, stop, err := controlplane.StartWithOptions(o.ControlPlane)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "framework: %v\n", err)
 		return 1
@@ -59,7 +77,14 @@ func Run(m *testing.M) (code int) {
 		}
 		stop()
 	}()
-	return m.Run()
+	code = m.Run()
+	if o.AfterTests != nil {
+		if err := o.AfterTests(cp, code == 0); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // Start starts a control plane outside of TestMain, for benchmarks.
@@ -73,14 +98,17 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 // MainWithADC is Main for packages that run the adc binary: it builds cmd/adc once into a
 // temporary folder, hands its path to setPath, runs the tests on a control plane and removes
 // the binary.
-func MainWithADC(m *testing.M, setPath func(string)) {
+func MainWithADC(m *testing.M, setPath func(string)) { MainWithADCOptions(m, setPath, Options{}) }
+
+// MainWithADCOptions is MainWithADC with options (RunWithOptions).
+func MainWithADCOptions(m *testing.M, setPath func(string), o Options) {
 	bin, cleanup, err := BuildADC()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "framework:", err)
 		os.Exit(1)
 	}
 	setPath(bin)
-	code := Run(m)
+	code := RunWithOptions(m, o)
 	cleanup()
 	os.Exit(code)
 }

@@ -2,7 +2,10 @@
 // bin/kcm-adc/kube-controller-manager-adc) against the test control plane, as an operator
 // would: adc switched on and the built-in attach/detach controller off through --controllers,
 // every other controller running, leader election on, clients per controller from
-// ServiceAccounts (--use-service-account-credentials).
+// ServiceAccounts (--use-service-account-credentials). adc's client is the built-in attach/detach
+// controller's ServiceAccount under the bootstrap ClusterRole
+// system:controller:attachdetach-controller; after the tests checkAudit fails on any request
+// of it the API server refused (403), from the control plane's audit log.
 package kcm
 
 import (
@@ -13,6 +16,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/migration-aware/adc/internal/controlplane"
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
@@ -26,7 +30,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = path
-	code := framework.Run(m)
+	code := framework.RunWithOptions(m, framework.Options{
+		ControlPlane: controlplane.Options{AuditPolicy: framework.AuditPolicy},
+		AfterTests: func(cp *framework.ControlPlane, _ bool) error {
+			// Stopped before the check, so that its requests are complete in the log.
+			stopOperatorKCM()
+			return checkAudit(cp)
+		},
+	})
 	stopOperatorKCM()
 	os.Exit(code)
 }

@@ -1,134 +1,29 @@
-// Package auditcount counts a controller's API requests from the kube-apiserver's audit log,
-// so adc (a binary) and kube-controller-manager (a binary built elsewhere) are counted the
-// same way, by the server, without a proxy that would change their transport (HTTP/2 over
-// TLS) or cost CPU in the benchmark's own process while it measures.
+// Package auditcount counts a controller's API requests from the kube-apiserver's audit log
+// (written and read with internal/auditlog), so adc (a binary) and kube-controller-manager (a
+// binary built elsewhere) are counted the same way, by the server, without a proxy that
+// would change their transport (HTTP/2 over TLS) or cost CPU in the benchmark's own process
+// while it measures.
 //
-// The controller under test authenticates as its own user; the policy logs only that user's
-// requests, one event per request at ResponseComplete (watches complete when the controller
+// The controller under test authenticates as its own user; the policy (auditlog.Policy)
+// logs only that user's requests, one event per request at ResponseComplete (watches complete when the controller
 // stops, so the log is read after that). Events carry the time the request was received,
 // so one log is split into phases (attach, steady state, detach) by time.
 package auditcount
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/migration-aware/adc/internal/auditlog"
 )
 
 // User is the user the controller under test authenticates as.
 const User = "bench-controller"
 
-// Policy is an audit policy that logs user's requests at Metadata level, once each (at
-// ResponseComplete, or Panic), and nothing else.
-func Policy(user string) string {
-	return fmt.Sprintf(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-- level: Metadata
-  users: [%q]
-- level: None
-`, user)
-}
-
-// APIServerFlags are the kube-apiserver flags that audit with the policy file at policy
-// into the log file at log: JSON lines, written before each response (blocking), never rotated.
-func APIServerFlags(policy, log string) map[string]string {
-	return map[string]string{
-		"audit-policy-file": policy,
-		"audit-log-path":    log,
-		"audit-log-format":  "json",
-		"audit-log-mode":    "blocking",
-		"audit-log-maxsize": "1000000", // MB: without it the log rotates every 100 MB
-	}
-}
-
-// Request is one audited request.
-type Request struct {
-	// Verb is the Kubernetes verb (get, list, watch, create, update, patch, delete,
-	// deletecollection), or the lowercase HTTP method of a non-resource request.
-	Verb string
-	// Resource is "nodes", "volumeattachments", ... with "/"+subresource when there is one
-	// ("nodes/status"); empty for non-resource requests (discovery, /version, /healthz).
-	Resource string
-	// Received is when the API server received the request.
-	Received time.Time
-	// Code is the HTTP status code of the response.
-	Code int
-	// Latency is how long the API server took, from receiving the request to completing
-	// the response (for a watch: how long it was open).
-	Latency time.Duration
-}
-
-// event is the part of an audit.k8s.io/v1 Event that counting needs.
-type event struct {
-	Verb      string `json:"verb"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
-}
-
-// Read parses the audit log at path, and any rotated parts beside it.
-func Read(path string) ([]Request, error) {
-	ext := filepath.Ext(path)
-	parts, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
-	if err != nil {
-		return nil, fmt.Errorf("finding rotated parts of audit log %s: %w", path, err)
-	}
-	sort.Strings(parts)
-	var out []Request
-	for _, p := range append(parts, path) {
-		reqs, err := readFile(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, reqs...)
-	}
-	return out, nil
-}
-
-func readFile(path string) ([]Request, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening audit log %s (is kube-apiserver auditing?): %w", path, err)
-	}
-	defer func() { _ = f.Close() }()
-	var out []Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit log %s line %d: %w", path, line, err)
-		}
-		r := Request{Verb: e.Verb, Received: e.RequestReceivedTimestamp, Latency: e.StageTimestamp.Sub(e.RequestReceivedTimestamp)}
-		if e.ObjectRef != nil && e.ObjectRef.Resource != "" {
-			r.Resource = e.ObjectRef.Resource
-			if e.ObjectRef.Subresource != "" {
-				r.Resource += "/" + e.ObjectRef.Subresource
-			}
-		}
-		if e.ResponseStatus != nil {
-			r.Code = e.ResponseStatus.Code
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading audit log %s: %w", path, err)
-	}
-	return out, nil
-}
+// Request is one audited request, as auditlog.Read returns it.
+type Request = auditlog.Request
 
 // Counts are the requests of one phase.
 type Counts struct {
@@ -177,18 +72,19 @@ func Tally(reqs []Request, from, to time.Time) Counts {
 		if r.Received.Before(from) || !r.Received.Before(to) {
 			continue
 		}
+		res := r.ResourcePath()
 		if r.Code >= 400 {
 			c.Errors[r.Code]++
-			c.ErrorsByRequest[strings.TrimSpace(fmt.Sprintf("%d %s %s", r.Code, r.Verb, r.Resource))]++
+			c.ErrorsByRequest[strings.TrimSpace(fmt.Sprintf("%d %s %s", r.Code, r.Verb, res))]++
 		}
-		if r.Resource == "" {
+		if res == "" {
 			c.NonResource++
 			continue
 		}
 		c.ByVerb[r.Verb]++
-		c.ByResource[r.Verb+" "+r.Resource]++
+		c.ByResource[r.Verb+" "+res]++
 		if r.Verb != "watch" {
-			latencies[r.Verb+" "+r.Resource] = append(latencies[r.Verb+" "+r.Resource], r.Latency)
+			latencies[r.Verb+" "+res] = append(latencies[r.Verb+" "+res], r.Latency)
 		}
 	}
 	for k, d := range latencies {

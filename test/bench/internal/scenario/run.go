@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/migration-aware/adc/internal/auditlog"
 	"github.com/migration-aware/adc/internal/controlplane"
 	"github.com/migration-aware/adc/test/bench/internal/auditcount"
 	"github.com/migration-aware/adc/test/bench/internal/procstat"
@@ -47,12 +48,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	fmt.Fprintf(c.Progress, "copied the seeded cluster in %s\n", time.Since(copyStart).Round(time.Millisecond))
 
 	policy, auditLog := filepath.Join(runDir, "audit-policy.yaml"), filepath.Join(runDir, "audit.log")
-	if err := os.WriteFile(policy, []byte(auditcount.Policy(auditcount.User)), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(auditlog.Policy(auditcount.User)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
 	cp, stopCP, err := controlplane.StartWithOptions(controlplane.Options{
 		EtcdDataDir:    etcdDir,
-		APIServerFlags: auditcount.APIServerFlags(policy, auditLog),
+		APIServerFlags: auditlog.APIServerFlags(policy, auditLog),
 	})
 	if err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.LogErrors = countLogErrors(res.Log, stopping)
 	}
 	waitStable(auditLog, 10*time.Second)
-	reqs, err := auditcount.Read(auditLog)
+	reqs, err := auditlog.Read(auditLog)
 	if err != nil {
 		return nil, err
 	}
