@@ -229,9 +229,19 @@ func (h *harness) startChecker() {
 	h.start(t, func() { h.c.checkExpectations(h.ctx) })
 }
 
-// checkerInput is what the expectation checker reads.
+// checkerInput is what the expectation checker reads: the expectations and delete requests,
+// and the VolumeAttachment store with its resourceVersion.
 func (h *harness) checkerInput() string {
-	return memoryDigest(h.c) + h.informers[resVAs].dump()
+	var b strings.Builder
+	b.WriteString(memoryCheckerDigest(h.c))
+	keys := h.vas.ListKeys()
+	sort.Strings(keys)
+	for _, k := range keys {
+		obj, _, _ := h.vas.GetByKey(k)
+		b.WriteString(objLabel(obj) + " ")
+	}
+	b.WriteString(h.vas.rv)
+	return b.String()
 }
 
 // finished does what processNextNode and processNextStatus do with a worker's result: an

@@ -30,12 +30,13 @@ const (
 	invRedundant      = "redundant-create"
 	invNoQuiescence   = "no-quiescence"
 	invLeftAttachment = "attachment-left-behind"
+	invStuck          = "pod-left-waiting"
 	invPanic          = "panic"
 )
 
 func (h *harness) violate(kind, detail string) {
 	detail = h.short(detail)
-	h.violations = append(h.violations, violation{kind: kind, detail: detail, step: len(h.trace) - 1})
+	h.violations = append(h.violations, violation{kind: kind, detail: detail, step: h.stepCount})
 	h.trace = append(h.trace, "     !! "+kind+": "+detail)
 }
 
@@ -81,7 +82,7 @@ func (h *harness) whyForgotten(va *storagev1.VolumeAttachment) string {
 	if ended == "" {
 		ended = "never expected"
 	}
-	return fmt.Sprintf("when the second was created, %s's create expectation had ended (%s) and %s", va.Name, ended, shown)
+	return fmt.Sprintf("by the time the second create landed, %s's create expectation had ended (%s) and %s", va.Name, ended, shown)
 }
 
 func rvLess(a, b string) bool {
@@ -284,5 +285,38 @@ func (h *harness) checkQuiescent() {
 	}
 	if left := memoryLeftovers(h.c, live); len(left) > 0 {
 		h.violate(invMemory, "every pod and VolumeAttachment is gone, but the controller still remembers: "+strings.Join(left, "; "))
+	}
+}
+
+// checkSettled runs when the world first quiesces with its pods still there: every volume a
+// pod wants is attached to the pod's node and listed in its status, unless it is a
+// ReadWriteOnce volume another node still has a VolumeAttachment of (then the pod waits for
+// that one to go, which needs a change that will wake it). A pod left waiting in a quiet
+// world waits until something unrelated wakes its node.
+func (h *harness) checkSettled() {
+	var keys []string
+	for k := range h.api.pods {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := h.api.pods[k]
+		for _, vol := range h.w.volumes {
+			if !h.podUses(p.Spec.NodeName, vol.pv) {
+				continue
+			}
+			elsewhere := false
+			for _, va := range h.api.vas {
+				if pvOfVA(va) == vol.pv && va.Spec.NodeName != p.Spec.NodeName {
+					elsewhere = true
+				}
+			}
+			node := h.api.nodes[p.Spec.NodeName]
+			if (vol.rwo && elsewhere) || (h.attachedIn(p.Spec.NodeName, vol.pv) && listed(node, h.w.uniqueName(vol.pv))) {
+				continue
+			}
+			h.violate(invStuck, fmt.Sprintf("the world is quiet but pod %s waits for %s on %s: not attached and listed, and no other node holds it", k, vol.pv, p.Spec.NodeName))
+			return
+		}
 	}
 }

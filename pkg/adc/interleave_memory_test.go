@@ -81,6 +81,22 @@ func memoryCheckerHasWork(c *Controller) bool {
 	return false
 }
 
+// memoryCheckerDigest is the part of the memory checkExpectations reads: the create
+// expectations and the delete requests.
+func memoryCheckerDigest(c *Controller) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []string
+	for name, e := range c.world.expectedVAs.byName {
+		lines = append(lines, fmt.Sprintf("exp %s %t %s %s", name, e.stored, e.va.UID, e.va.ResourceVersion))
+	}
+	for name, r := range c.world.deleteRequested {
+		lines = append(lines, fmt.Sprintf("del %s %s", name, r.uid))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
 // memoryDigest is a canonical text of everything in the controller's memory that can change
 // a later decision. The explorer hashes it into its state key (two schedules that reach the
 // same world and the same memory behave the same from there on) and prints it in traces.

@@ -31,9 +31,9 @@ const (
 const completionSteps = 400
 
 // runSchedule runs one schedule of world w: the prefix the chooser picks, then the default
-// schedule until the world quiesces, then every pod is deleted and the world quiesces again,
-// which must leave no VolumeAttachment and an empty controller memory. It stops at the first
-// violation.
+// schedule until the world quiesces (where no pod may be left waiting), then every pod is
+// deleted and the world quiesces again, which must leave no VolumeAttachment and an empty
+// controller memory. It stops at the first violation.
 func runSchedule(w *worldSpec, cfg exploreConfig, choose chooser) (res scheduleResult) {
 	h := newHarness(w, cfg)
 	defer func() {
@@ -60,10 +60,17 @@ func runSchedule(w *worldSpec, cfg exploreConfig, choose chooser) (res scheduleR
 		}
 	}
 	h.trace = append(h.trace, "     -- default schedule from here")
+	settled := false
 	for n := 0; n < completionSteps; n++ {
 		ms := h.moves()
 		i := h.defaultMove(ms)
 		if i < 0 {
+			if !settled {
+				settled = true
+				if h.checkSettled(); len(h.violations) > 0 {
+					return res
+				}
+			}
 			if key := h.anyPod(); key != "" {
 				h.step(move{classPodChurn, "clean-up: delete pod " + key, func() { h.api.deletePod(key) }})
 			} else {

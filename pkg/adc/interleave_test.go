@@ -101,8 +101,8 @@ func (a *tally) record(t *testing.T, w *worldSpec, cfg exploreConfig, mode strin
 		a.first[v.kind] = a.runs
 	}
 	if a.count[v.kind] <= *ilShow {
-		t.Logf("world %s, %s, schedule %d: %s: %s\nreplay: %s\ntrace:\n%s", w.name, mode, a.runs, v.kind, v.detail,
-			replayLine(w, cfg, res.choices), strings.Join(res.trace, "\n"))
+		t.Logf("world %s, %s, schedule %d: %s: %s\nreplay (%s): %s\ntrace:\n%s", w.name, mode, a.runs, v.kind, v.detail,
+			verifyReplay(w, cfg, res), replayLine(w, cfg, res.choices), strings.Join(res.trace, "\n"))
 	}
 }
 
@@ -151,6 +151,16 @@ func exploreExhaustive(t *testing.T, w *worldSpec, cfg exploreConfig) *tally {
 		t.Logf("world %s, %s: stopped after -interleave.limit=%d schedules (%d pruned), not complete", w.name, mode, *ilLimit, pruned)
 	}
 	return a
+}
+
+// verifyReplay runs a violating schedule again from its replay line's choices: it must break
+// the same invariant at the same step.
+func verifyReplay(w *worldSpec, cfg exploreConfig, res scheduleResult) string {
+	again := runSchedule(w, cfg, replayChooser(res.choices))
+	if len(again.violations) == 0 || again.violations[0].kind != res.violations[0].kind || again.violations[0].step != res.violations[0].step {
+		return "NOT REPRODUCED: the harness is not deterministic here"
+	}
+	return "verified"
 }
 
 func replayOne(t *testing.T, line string) {
