@@ -145,12 +145,13 @@ func replayChooser(choices []int) chooser {
 
 // dfs explores every schedule of w up to depth choices (each followed by the default
 // schedule), skipping states already explored at the same or a smaller depth. It calls
-// report for each schedule run to its end and stops after limit schedules.
+// report for each schedule run to its end and stops after limit of them (pruned ones are
+// not counted).
 func dfs(w *worldSpec, cfg exploreConfig, depth, limit int, report func(scheduleResult)) (runs, pruned int, complete bool) {
 	type level struct{ n, i int }
 	var stack []level
 	visited := map[uint64]int{}
-	for runs+pruned < limit {
+	for runs < limit {
 		replayed := len(stack)
 		res := runSchedule(w, cfg, func(step int, ms []move, h *harness) int {
 			if step < replayed {
