@@ -81,13 +81,18 @@ chaos: envtest-assets
 # after every step. SCHEDULES random schedules per world from SEED; DEPTH > 0 adds an
 # exhaustive search to that many steps per world (DEPTH=8 is about 1.5 minutes more with
 # -race). It fails when an invariant breaks and prints a one-line replay command per
-# violation. Not part of make test.
+# violation. Not part of make test yet: it still reports violations (see issue #23's notes).
+# THREADS=1 (one worker at a time) until the harness models the status lock released before
+# detaches and the VolumeAttachment store read made under the controller's lock; with 2 it
+# can deadlock the harness.
 SCHEDULES ?= 1500
 SEED ?= 1
 DEPTH ?= 0
+THREADS ?= 1
 interleave:
 	$(GO) test -race -count=1 -v -timeout 60m -run 'TestInterleave$$' ./pkg/adc/ \
-		-interleave.schedules=$(SCHEDULES) -interleave.seed=$(SEED) -interleave.depth=$(DEPTH) $(INTERLEAVE_FLAGS)
+		-interleave.schedules=$(SCHEDULES) -interleave.seed=$(SEED) -interleave.depth=$(DEPTH) \
+		-interleave.threads=$(THREADS) $(INTERLEAVE_FLAGS)
 
 envtest-assets:
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \

@@ -30,6 +30,7 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 		for _, j := range r.creates {
 			r.c.unexpectVA(j.va, j.pair.ids.sourceKey)
 		}
+		// Shutting down: nobody waits any more.
 		return
 	}
 	defer func() { <-r.c.attachBatches }()
@@ -53,7 +54,16 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 			}
 			if err != nil {
 				r.c.abortOp(j.va.Name)
-				r.c.unexpectVA(j.va, j.pair.ids.sourceKey)
+				if createMayHaveHappened(err) {
+					// A timeout may come after the API server stored the object: keep the
+					// expectation and its ReadWriteOnce reservation until a read says
+					// (checkExpectations), or the informer shows it.
+					r.c.uncertainVA(j.va, r.now)
+				} else {
+					for _, n := range r.c.unexpectVA(j.va, j.pair.ids.sourceKey) {
+						r.c.enqueueNode(n)
+					}
+				}
 				mu.Lock()
 				r.errs = append(r.errs, err)
 				j.state.Reason = "creating the VolumeAttachment failed, will retry: " + err.Error()

@@ -196,6 +196,13 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 		if forced != "" {
 			r.c.forced(forced)
 		}
+		if obj, ok, _ := r.c.vas.GetByKey(a.va.Name); !ok {
+			// Already gone from the store (its delete event may have come before the
+			// operation started): nothing will end the operation.
+			r.c.abortOp(a.va.Name)
+		} else if va, isVA := vaOf(obj); isVA && va.UID != a.va.UID {
+			r.c.abortOp(a.va.Name)
+		}
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
 		return
 	}

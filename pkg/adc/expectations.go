@@ -36,6 +36,9 @@ type expectedVA struct {
 	// verified is when the expectation was last confirmed by a GET, in the fallback used when
 	// the informer store does not expose its resourceVersion.
 	verified time.Time
+	// uncertain: the create failed in a way that does not say whether the object was stored
+	// (a timeout); the checker reads it.
+	uncertain bool
 	// node and sourceKey are the object's node and volume source key (vaExpectations' index).
 	node, sourceKey string
 }
@@ -75,14 +78,64 @@ func (c *Controller) createdVA(stored *storagev1.VolumeAttachment) {
 	}
 }
 
-// unexpectVA forgets a create that failed and the reservation made for it.
-func (c *Controller) unexpectVA(va *storagev1.VolumeAttachment, sourceKey string) {
+// unexpectVA forgets a create that failed and the reservation made for it, and returns the
+// nodes that waited for that reservation: they may attach the volume now.
+func (c *Controller) unexpectVA(va *storagev1.VolumeAttachment, sourceKey string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.world.expectedVAs.remove(va.Name)
 	if c.world.reservations[sourceKey] == va.Spec.NodeName {
 		delete(c.world.reservations, sourceKey)
+		return c.takeWaitersLocked(sourceKey)
 	}
+	return nil
+}
+
+// uncertainVA keeps the expectation of a create whose answer did not say whether the object
+// was stored (a timeout, a lost connection): the checker reads the object (checkUncertain).
+func (c *Controller) uncertainVA(va *storagev1.VolumeAttachment, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.world.expectedVAs.get(va.Name); e != nil && !e.stored {
+		e.uncertain, e.since = true, now
+	}
+}
+
+// createMayHaveHappened reports whether a failed create may have been stored anyway: every
+// error but an answer of the API server that it refused the request.
+func createMayHaveHappened(err error) bool {
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonForbidden, metav1.StatusReasonUnauthorized, metav1.StatusReasonInvalid,
+		metav1.StatusReasonBadRequest, metav1.StatusReasonNotFound, metav1.StatusReasonConflict,
+		metav1.StatusReasonTooManyRequests, metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable,
+		metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonGone,
+		metav1.StatusReasonAlreadyExists:
+		return false
+	}
+	return true
+}
+
+// checkUncertain reads the object of an uncertain create: stored (the expectation continues
+// as any stored one), or not there (it ends, with its reservation, and waiting nodes wake).
+// A failed read leaves it for the next check.
+func (c *Controller) checkUncertain(ctx context.Context, e *expectedVA) []string {
+	va, err := c.client.StorageV1().VolumeAttachments().Get(ctx, e.va.Name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Reading a VolumeAttachment whose create timed out failed; will retry", "volumeAttachment", klog.KObj(e.va), "err", err)
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.world.expectedVAs.get(e.va.Name)
+	if cur == nil || cur.stored || !cur.uncertain {
+		return nil
+	}
+	if err == nil && va.Spec.NodeName == cur.va.Spec.NodeName {
+		cur.va, cur.stored, cur.uncertain = va, true, false
+		return nil
+	}
+	c.dropExpectationLocked(cur)
+	return append(c.takeWaitersLocked(vaSourceKey(cur.va)), cur.va.Spec.NodeName)
 }
 
 // requestDelete records a delete about to be sent, before it is sent: the informer's delete
@@ -190,11 +243,15 @@ const (
 // expectationTTL is checked with one GET.
 func (c *Controller) checkExpectations(ctx context.Context) {
 	c.mu.Lock()
-	var pending []*expectedVA
+	var pending, uncertain []*expectedVA
 	for _, e := range c.world.expectedVAs.byName {
-		if e.stored {
+		switch {
+		case e.stored:
 			cp := *e
 			pending = append(pending, &cp)
+		case e.uncertain:
+			cp := *e
+			uncertain = append(uncertain, &cp)
 		}
 	}
 	var deletes []string
@@ -202,13 +259,16 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 		deletes = append(deletes, name)
 	}
 	c.mu.Unlock()
-	if len(pending) == 0 && len(deletes) == 0 {
+	if len(pending) == 0 && len(deletes) == 0 && len(uncertain) == 0 {
 		return
 	}
 	logger := klog.FromContext(ctx)
 	now := c.opts.Clock.Now()
 	storeRV := c.vas.LastStoreSyncResourceVersion()
 	var wake []string
+	for _, e := range uncertain {
+		wake = append(wake, c.checkUncertain(ctx, e)...)
+	}
 	for _, e := range pending {
 		verdict := c.judgeExpectation(ctx, e, storeRV, now)
 		if verdict == expectationPending {

@@ -174,19 +174,11 @@ func (a *apiTruth) dump() string {
 	}
 	for _, o := range a.list(resNodes) {
 		n := o.(*v1.Node)
-		lines = append(lines, fmt.Sprintf("node %s rv=%s attached=%v inUse=%v", n.Name, n.ResourceVersion, attachedNames(n), n.Status.VolumesInUse))
+		lines = append(lines, fmt.Sprintf("node %s rv=%s attached=%v inUse=%v", n.Name, n.ResourceVersion, attachedNames(n.Status.VolumesAttached), n.Status.VolumesInUse))
 	}
 	for _, o := range a.list(resPods) {
 		p := o.(*v1.Pod)
 		lines = append(lines, fmt.Sprintf("pod %s/%s rv=%s node=%s", p.Namespace, p.Name, p.ResourceVersion, p.Spec.NodeName))
 	}
 	return strings.Join(lines, "\n")
-}
-
-func attachedNames(n *v1.Node) []string {
-	var out []string
-	for _, av := range n.Status.VolumesAttached {
-		out = append(out, string(av.Name))
-	}
-	return out
 }

@@ -250,6 +250,13 @@ func (h *harness) expectationEvidence(name string, e memExpectation, uid types.U
 		}
 		return "the checker ended it with the store behind its create and without it", false
 	}
+	if obj, inStore, _ := h.vas.GetByKey(name); inStore && uid != "" {
+		if va, ok := vaOf(obj); ok && va.UID == uid {
+			// createdVA observes the object from the store when the create's answer finds it
+			// there before its handler ran.
+			return "the store holds that very object (observed from the store)", true
+		}
+	}
 	return "nothing in the step was about it", false
 }
 

@@ -74,7 +74,7 @@ func memoryCheckerHasWork(c *Controller) bool {
 		return true
 	}
 	for _, e := range c.world.expectedVAs.byName {
-		if e.stored {
+		if e.stored || e.uncertain {
 			return true
 		}
 	}
@@ -142,11 +142,15 @@ func memoryDigest(c *Controller) string {
 	for node := range w.unlistedSince {
 		lines = append(lines, "unlisted "+node)
 	}
-	for k, h := range w.held {
-		lines = append(lines, fmt.Sprintf("held %s/%s/%s %d", k.node, k.pod, k.volume, h.retries))
+	for _, m := range w.held {
+		for k, h := range m {
+			lines = append(lines, fmt.Sprintf("held %s/%s/%s %d", k.node, k.pod, k.volume, h.retries))
+		}
 	}
-	for k := range w.events {
-		lines = append(lines, fmt.Sprintf("event %s %s", k.pod, k.reason))
+	for node, m := range w.events {
+		for k := range m {
+			lines = append(lines, fmt.Sprintf("event %s %s %s", node, k.pod, k.reason))
+		}
 	}
 	for name := range w.attaching {
 		lines = append(lines, "attachingOp "+name)
@@ -201,11 +205,15 @@ func memoryLeftovers(c *Controller, liveNodes map[string]bool) []string {
 	count("reservations", keysOf(w.reservations))
 	count("waiters", keysOf(w.waiters))
 	var held, events []string
-	for k := range w.held {
-		held = append(held, k.node+"/"+k.pod+"/"+k.volume)
+	for _, m := range w.held {
+		for k := range m {
+			held = append(held, k.node+"/"+k.pod+"/"+k.volume)
+		}
 	}
-	for k := range w.events {
-		events = append(events, k.pod+" "+k.reason)
+	for node, m := range w.events {
+		for k := range m {
+			events = append(events, node+" "+k.pod+" "+k.reason)
+		}
 	}
 	count("held", held)
 	count("events", events)
@@ -222,9 +230,19 @@ func memoryLeftovers(c *Controller, liveNodes map[string]bool) []string {
 			out = append(out, fmt.Sprintf("inTree[%s]: %d entries", node, len(m)))
 		}
 	}
-	for node := range w.inTreeSeeded {
+	for node := range w.inTreeVerified {
 		if !liveNodes[node] {
-			out = append(out, "inTreeSeeded["+node+"]")
+			out = append(out, "inTreeVerified["+node+"]")
+		}
+	}
+	for node, m := range w.inTreeForgotten {
+		if len(m) > 0 || !liveNodes[node] {
+			out = append(out, fmt.Sprintf("inTreeForgotten[%s]: %d entries", node, len(m)))
+		}
+	}
+	for node := range w.managed {
+		if !liveNodes[node] {
+			out = append(out, "managed["+node+"]")
 		}
 	}
 	for node := range w.unlistedSince {

@@ -118,6 +118,13 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 	if t == nil || h.abandoning {
 		return
 	}
+	// A read under the controller's lock (actualAttachments reads the store under it, so the
+	// handler cannot run between the store read and the expectation read) is no point at
+	// which another thread can run: pausing there would only deadlock the harness.
+	if !h.c.mu.TryLock() {
+		return
+	}
+	h.c.mu.Unlock()
 	var names []string
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
