@@ -72,35 +72,25 @@ func (c *Controller) checkMemory() error {
 		return len(w.expectedVAs.byNode[node]) > 0
 	}
 	perNode := map[string][]string{}
-	note := func(what string, node string) { perNode[node] = append(perNode[node], what) }
-	for node := range w.inTree {
-		note("inTree", node)
-	}
-	for node := range w.inTreeForgotten {
-		note("inTreeForgotten", node)
-	}
-	for node := range w.managed {
-		note("managed", node)
-	}
-	for node := range w.detaching {
-		note("detaching", node)
-	}
-	for node := range w.held {
-		note("held", node)
-	}
-	for node := range w.events {
-		note("events", node)
-	}
-	for node := range w.written {
-		note("written", node)
-	}
-	for node := range w.unlistedSince {
-		note("unlistedSince", node)
-	}
+	noteNodes(perNode, "inTree", w.inTree)
+	noteNodes(perNode, "inTreeForgotten", w.inTreeForgotten)
+	noteNodes(perNode, "managed", w.managed)
+	noteNodes(perNode, "detaching", w.detaching)
+	noteNodes(perNode, "held", w.held)
+	noteNodes(perNode, "events", w.events)
+	noteNodes(perNode, "written", w.written)
+	noteNodes(perNode, "unlistedSince", w.unlistedSince)
 	for node, what := range perNode {
 		if !live(node) {
 			errs = append(errs, fmt.Errorf("memory %v kept for node %q, which has neither a Node nor a VolumeAttachment", what, node))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noteNodes records, for each node a per-node memory map has an entry for, the map's name.
+func noteNodes[V any](perNode map[string][]string, what string, m map[string]V) {
+	for node := range m {
+		perNode[node] = append(perNode[node], what)
+	}
 }
