@@ -273,11 +273,6 @@ func (h *harness) finished(t *thread) {
 // onCall is told about every call a worker sends, before it parks.
 func (h *harness) onCall(t *thread, c *apiCall) {
 	switch c.verb + " " + c.resource {
-	case "get " + resNodes:
-		if _, inCache, _ := h.informers[resNodes].store.GetByKey(c.name); inCache && t.kind == threadReconcile {
-			// freshNode took the node's status lock right before this read.
-			t.holdsStatusLock = true
-		}
 	case "create " + resVAs:
 		h.inflightCreate[c.name] = c
 		h.checkRedundantCreate(t, c)
@@ -338,7 +333,7 @@ func (h *harness) stateKey() uint64 {
 		fmt.Fprintf(&b, "timer %s %s %s\n", tm.at.Sub(interleaveStart), tm.queue, tm.node)
 	}
 	for _, t := range h.threads {
-		fmt.Fprintf(&b, "thread %s %s %s lock=%t %s\n", t.kind, t.node, t.where(), t.holdsStatusLock, strings.Join(t.history, "|"))
+		fmt.Fprintf(&b, "thread %s %s %s lock=%t released=%t %s\n", t.kind, t.node, t.where(), t.holdsStatusLock, t.releasedStatusLock, strings.Join(t.history, "|"))
 	}
 	fmt.Fprintf(&b, "mounted %v\n", h.kubelet)
 	// The invariants compare when a volume came into use with when adc read the node: keep

@@ -126,7 +126,9 @@ func (h *harness) canStart(kind threadKind, node string) bool {
 			return false
 		}
 	}
-	return kind != threadStatus || !h.statusLockHeld(node)
+	// A status sync takes its node's status lock at once, and a new reconcile may take it at
+	// any point: neither may start while another thread holds the stripe.
+	return kind == threadChecker || h.statusLockHolder(node, nil) == nil
 }
 
 // tick moves the clock to the earliest timer and queues its key again.
