@@ -81,6 +81,19 @@ func memoryCheckerHasWork(c *Controller) bool {
 	return false
 }
 
+// memoryHasUncertain reports whether a create whose answer was lost waits for the checker's
+// read (checkUncertain).
+func memoryHasUncertain(c *Controller) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.world.expectedVAs.byName {
+		if e.uncertain && !e.stored {
+			return true
+		}
+	}
+	return false
+}
+
 // memoryCheckerDigest is the part of the memory checkExpectations reads: the create
 // expectations and the delete requests.
 func memoryCheckerDigest(c *Controller) string {
