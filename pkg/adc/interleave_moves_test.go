@@ -170,15 +170,16 @@ type moveEvidence struct {
 	shown        map[string][]types.UID
 	shownTypes   map[string][]watch.EventType
 	createFailed map[string]bool
-	checker      bool
+	// checker: the expectation checker ran in the step, when it started or when it went on
+	// after the GET of an uncertain create (it judges the stored expectations after those).
+	checker bool
 }
 
 // step takes one move, lets workers that do not wait for the schedule go on, and checks the
 // invariants.
 func (h *harness) step(m move) {
 	before := memoryExpectations(h.c)
-	h.ev = moveEvidence{shown: map[string][]types.UID{}, shownTypes: map[string][]watch.EventType{}, createFailed: map[string]bool{},
-		checker: m.class == classChecker}
+	h.ev = moveEvidence{shown: map[string][]types.UID{}, shownTypes: map[string][]watch.EventType{}, createFailed: map[string]bool{}}
 	h.stepCount++
 	h.trace = append(h.trace, fmt.Sprintf("%3d  %s", h.stepCount, h.short(m.label)))
 	m.do()

@@ -104,6 +104,9 @@ func (h *harness) start(t *thread, body func()) {
 // run lets a parked thread go on until it parks again or ends.
 func (h *harness) run(t *thread) {
 	h.current = t
+	if t.kind == threadChecker {
+		h.ev.checker = true
+	}
 	t.resume <- struct{}{}
 	<-t.park
 	h.current = nil
