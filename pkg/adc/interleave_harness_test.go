@@ -32,6 +32,8 @@ type exploreConfig struct {
 	relists bool
 	// faults are the API answers besides ok the schedule may give a call.
 	faults []outcome
+	// mutant puts a fixed defect back (interleave_mutants_test.go); "" for none.
+	mutant mutant
 }
 
 // harness is one schedule's world: the API truth, the informers, the controller (built by
@@ -214,19 +216,28 @@ func (h *harness) drainQueues() {
 func (h *harness) startReconcile(node string) {
 	delete(h.nodeDirty, node)
 	t := &thread{kind: threadReconcile, node: node}
-	h.start(t, func() { t.retryAfter, t.err = h.c.syncNode(h.ctx, node) })
+	h.start(t, func() {
+		h.mutateWorkerStart(t)
+		t.retryAfter, t.err = h.c.syncNode(h.ctx, node)
+	})
 }
 
 func (h *harness) startStatus(node string) {
 	delete(h.statusDirty, node)
 	t := &thread{kind: threadStatus, node: node}
-	h.start(t, func() { t.retryAfter, t.err = h.c.syncNodeStatus(h.ctx, node) })
+	h.start(t, func() {
+		h.mutateWorkerStart(t)
+		t.retryAfter, t.err = h.c.syncNodeStatus(h.ctx, node)
+	})
 }
 
 func (h *harness) startChecker() {
 	h.lastCheck = h.checkerInput()
 	t := &thread{kind: threadChecker}
-	h.start(t, func() { h.c.checkExpectations(h.ctx) })
+	h.start(t, func() {
+		h.mutateChecker()
+		h.c.checkExpectations(h.ctx)
+	})
 }
 
 // checkerInput is what the expectation checker reads: the expectations and delete requests,

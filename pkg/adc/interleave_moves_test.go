@@ -163,6 +163,7 @@ func (h *harness) noteDelivered(n notification) {
 		h.ev.shown[name] = append(h.ev.shown[name], uid)
 		h.ev.shownTypes[name] = append(h.ev.shownTypes[name], n.typ)
 	}
+	h.mutateDelivered(n)
 }
 
 // moveEvidence is what one step showed the controller about VolumeAttachments.

@@ -41,6 +41,9 @@ type thread struct {
 	// readSeen and readExpected are, at the thread's last store read, the VolumeAttachments
 	// the store listed on the node and those the controller expected there.
 	readSeen, readExpected map[string]bool
+	// stale is, per node, a VolumeAttachment store read made outside the controller's lock
+	// that the thread's next read of the node returns (mutantReadOutsideLock).
+	stale map[string][]interface{}
 
 	// history is every park point passed with what the thread got there: with the world and
 	// the controller's memory it identifies the thread's state.
@@ -199,18 +202,20 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 }
 
 // resumable reports whether the thread may go on now without blocking on a lock another
-// parked thread holds. Which code takes the status lock is not modelled: a node reconcile
-// that has neither taken nor released its node's status lock may take it at any point of its
-// next run, so it waits while another thread holds the stripe. A thread holding a lock never
+// parked thread holds. Which code takes the status lock is not modelled: a worker that has
+// neither taken nor released its node's status lock may take it at any point of its next
+// run, so it waits while another thread holds the stripe. A thread holding a lock never
 // waits for one (c.mu is never held across a park), so there is no cycle: the holder can
 // always go on and end.
 func (h *harness) resumable(t *thread) bool {
 	return !h.mayTakeStatusLock(t) || h.statusLockHolder(t.node, t) == nil
 }
 
-// mayTakeStatusLock reports whether the thread may yet take its node's status lock.
+// mayTakeStatusLock reports whether the thread may yet take its node's status lock: a node
+// reconcile or status sync that has neither taken nor released it (a status sync parked
+// before its lockNodeStatus, as with mutantReadOutsideLock, included).
 func (h *harness) mayTakeStatusLock(t *thread) bool {
-	return t.kind == threadReconcile && !t.holdsStatusLock && !t.releasedStatusLock
+	return t.kind != threadChecker && !t.holdsStatusLock && !t.releasedStatusLock
 }
 
 // statusLockHolder is the thread other than except that holds node's status lock stripe,
