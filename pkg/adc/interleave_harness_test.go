@@ -67,9 +67,13 @@ type harness struct {
 	inflightCreate map[string]*apiCall
 	// expEnded says how each name's create expectation last ended, to explain violations.
 	expEnded map[string]string
-	// lastCheck is the state the expectation checker last ran on (completion runs it only
-	// when something changed).
-	lastCheck string
+	// lastCheckStart and lastCheckEnd are what the expectation checker read when its last
+	// run started and what it would read when that run ended. Only an input it both started
+	// and ended on is one on which a run decides nothing new: a state the run changed and
+	// that came back (a delete request it pruned, sent again by a worker that read the store
+	// before the prune), or one that changed while it ran (it decides on what it read at its
+	// start), is offered to it again.
+	lastCheckStart, lastCheckEnd string
 
 	// kubelet is what the kubelets have mounted; inUseSince is the step at which each
 	// node|volume entered status.volumesInUse.
@@ -232,7 +236,7 @@ func (h *harness) startStatus(node string) {
 }
 
 func (h *harness) startChecker() {
-	h.lastCheck = h.checkerInput()
+	h.lastCheckStart = h.checkerInput()
 	t := &thread{kind: threadChecker}
 	h.start(t, func() {
 		h.mutateChecker()
@@ -274,6 +278,7 @@ func (h *harness) finished(t *thread) {
 	}
 	switch {
 	case t.kind == threadChecker:
+		h.lastCheckEnd = h.checkerInput()
 	case t.err != nil:
 		dirty[t.node] = true
 	case t.retryAfter > 0:

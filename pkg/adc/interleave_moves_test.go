@@ -101,15 +101,16 @@ func (h *harness) moves() []move {
 			add(classReconcile, "reconcile "+n, func() { h.startReconcile(n) })
 		}
 	}
-	// The checker is offered when what it reads changed since its last run: on the same input
-	// it decides the same, so a second run could only lengthen schedules. An uncertain create
-	// is the exception: the checker resolves it with a GET, whose answer is the API's, not its
-	// input's, and a failed GET leaves it for the next periodic check (every
-	// ExpectationCheckInterval). So while one is pending the checker is offered again, as that
-	// next check, with the clock moved to it: a pending uncertain create is never a quiet world.
+	// The checker is offered unless its last run started and ended on what it reads now: on
+	// the same input it decides the same, so a second run could only lengthen schedules. An
+	// uncertain create is the exception: the checker resolves it with a GET, whose answer is
+	// the API's, not its input's, and a failed GET leaves it for the next periodic check
+	// (every ExpectationCheckInterval). So while one is pending the checker is offered again,
+	// as that next check, with the clock moved to it: a pending uncertain create is never a
+	// quiet world.
 	if h.canStart(threadChecker, "") && memoryCheckerHasWork(h.c) {
 		switch {
-		case h.checkerInput() != h.lastCheck:
+		case h.checkerInput() != h.lastCheckStart || h.checkerInput() != h.lastCheckEnd:
 			add(classChecker, "expectation checker", h.startChecker)
 		case memoryHasUncertain(h.c):
 			add(classChecker, fmt.Sprintf("clock +%s: expectation checker again (uncertain create pending)", h.c.opts.ExpectationCheckInterval), func() {
