@@ -32,6 +32,8 @@ type exploreConfig struct {
 	relists bool
 	// faults are the API answers besides ok the schedule may give a call.
 	faults []outcome
+	// mutant puts a fixed defect back (interleave_mutants_test.go); "" for none.
+	mutant mutant
 }
 
 // harness is one schedule's world: the API truth, the informers, the controller (built by
@@ -65,9 +67,13 @@ type harness struct {
 	inflightCreate map[string]*apiCall
 	// expEnded says how each name's create expectation last ended, to explain violations.
 	expEnded map[string]string
-	// lastCheck is the state the expectation checker last ran on (completion runs it only
-	// when something changed).
-	lastCheck string
+	// lastCheckStart and lastCheckEnd are what the expectation checker read when its last
+	// run started and what it would read when that run ended. Only an input it both started
+	// and ended on is one on which a run decides nothing new: a state the run changed and
+	// that came back (a delete request it pruned, sent again by a worker that read the store
+	// before the prune), or one that changed while it ran (it decides on what it read at its
+	// start), is offered to it again.
+	lastCheckStart, lastCheckEnd string
 
 	// kubelet is what the kubelets have mounted; inUseSince is the step at which each
 	// node|volume entered status.volumesInUse.
@@ -214,19 +220,28 @@ func (h *harness) drainQueues() {
 func (h *harness) startReconcile(node string) {
 	delete(h.nodeDirty, node)
 	t := &thread{kind: threadReconcile, node: node}
-	h.start(t, func() { t.retryAfter, t.err = h.c.syncNode(h.ctx, node) })
+	h.start(t, func() {
+		h.mutateWorkerStart(t)
+		t.retryAfter, t.err = h.c.syncNode(h.ctx, node)
+	})
 }
 
 func (h *harness) startStatus(node string) {
 	delete(h.statusDirty, node)
 	t := &thread{kind: threadStatus, node: node}
-	h.start(t, func() { t.retryAfter, t.err = h.c.syncNodeStatus(h.ctx, node) })
+	h.start(t, func() {
+		h.mutateWorkerStart(t)
+		t.retryAfter, t.err = h.c.syncNodeStatus(h.ctx, node)
+	})
 }
 
 func (h *harness) startChecker() {
-	h.lastCheck = h.checkerInput()
+	h.lastCheckStart = h.checkerInput()
 	t := &thread{kind: threadChecker}
-	h.start(t, func() { h.c.checkExpectations(h.ctx) })
+	h.start(t, func() {
+		h.mutateChecker()
+		h.c.checkExpectations(h.ctx)
+	})
 }
 
 // checkerInput is what the expectation checker reads: the expectations and delete requests,
@@ -263,6 +278,7 @@ func (h *harness) finished(t *thread) {
 	}
 	switch {
 	case t.kind == threadChecker:
+		h.lastCheckEnd = h.checkerInput()
 	case t.err != nil:
 		dirty[t.node] = true
 	case t.retryAfter > 0:
@@ -273,11 +289,6 @@ func (h *harness) finished(t *thread) {
 // onCall is told about every call a worker sends, before it parks.
 func (h *harness) onCall(t *thread, c *apiCall) {
 	switch c.verb + " " + c.resource {
-	case "get " + resNodes:
-		if _, inCache, _ := h.informers[resNodes].store.GetByKey(c.name); inCache && t.kind == threadReconcile {
-			// freshNode took the node's status lock right before this read.
-			t.holdsStatusLock = true
-		}
 	case "create " + resVAs:
 		h.inflightCreate[c.name] = c
 		h.checkRedundantCreate(t, c)
@@ -338,7 +349,7 @@ func (h *harness) stateKey() uint64 {
 		fmt.Fprintf(&b, "timer %s %s %s\n", tm.at.Sub(interleaveStart), tm.queue, tm.node)
 	}
 	for _, t := range h.threads {
-		fmt.Fprintf(&b, "thread %s %s %s lock=%t %s\n", t.kind, t.node, t.where(), t.holdsStatusLock, strings.Join(t.history, "|"))
+		fmt.Fprintf(&b, "thread %s %s %s lock=%t released=%t %s\n", t.kind, t.node, t.where(), t.holdsStatusLock, t.releasedStatusLock, strings.Join(t.history, "|"))
 	}
 	fmt.Fprintf(&b, "mounted %v\n", h.kubelet)
 	// The invariants compare when a volume came into use with when adc read the node: keep

@@ -211,6 +211,11 @@ func (s *vaStore) Replace(list []interface{}, rv string) error {
 }
 
 func (s *vaStore) ByIndex(index, value string) ([]interface{}, error) {
+	if index == vaByNodeIndex {
+		if objs, ok := s.h.staleRead(value); ok {
+			return objs, nil
+		}
+	}
 	objs, err := s.Indexer.ByIndex(index, value)
 	sortByKey(objs)
 	if index == vaByNodeIndex {

@@ -32,6 +32,8 @@ const (
 	invLeftAttachment = "attachment-left-behind"
 	invStuck          = "pod-left-waiting"
 	invPanic          = "panic"
+	// invHarness: the explorer's own model of the controller's locks is wrong.
+	invHarness = "harness-lock-model"
 )
 
 func (h *harness) violate(kind, detail string) {

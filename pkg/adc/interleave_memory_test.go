@@ -36,12 +36,17 @@ func memoryExpectations(c *Controller) map[string]memExpectation {
 // memoryKnowsVA reports whether the controller's ReadWriteOnce index (filled by the
 // VolumeAttachment handler) holds va on its node.
 func memoryKnowsVA(c *Controller, va *storagev1.VolumeAttachment) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return memoryKnowsVALocked(c, va)
+}
+
+// memoryKnowsVALocked is memoryKnowsVA with c.mu held (by a mutant, on a worker's thread).
+func memoryKnowsVALocked(c *Controller, va *storagev1.VolumeAttachment) bool {
 	k, ok := vaVolumeKey(va)
 	if !ok {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, v := range c.world.vaSources.m.values(k) {
 		if v.name == va.Name && v.node == va.Spec.NodeName {
 			return true
@@ -75,6 +80,19 @@ func memoryCheckerHasWork(c *Controller) bool {
 	}
 	for _, e := range c.world.expectedVAs.byName {
 		if e.stored || e.uncertain {
+			return true
+		}
+	}
+	return false
+}
+
+// memoryHasUncertain reports whether a create whose answer was lost waits for the checker's
+// read (checkUncertain).
+func memoryHasUncertain(c *Controller) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.world.expectedVAs.byName {
+		if e.uncertain && !e.stored {
 			return true
 		}
 	}

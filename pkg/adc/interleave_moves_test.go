@@ -101,10 +101,23 @@ func (h *harness) moves() []move {
 			add(classReconcile, "reconcile "+n, func() { h.startReconcile(n) })
 		}
 	}
-	// The checker is offered only when what it reads changed since its last run: on the same
-	// input it decides the same, so a second run could only lengthen schedules.
-	if h.canStart(threadChecker, "") && memoryCheckerHasWork(h.c) && h.checkerInput() != h.lastCheck {
-		add(classChecker, "expectation checker", h.startChecker)
+	// The checker is offered unless its last run started and ended on what it reads now: on
+	// the same input it decides the same, so a second run could only lengthen schedules. An
+	// uncertain create is the exception: the checker resolves it with a GET, whose answer is
+	// the API's, not its input's, and a failed GET leaves it for the next periodic check
+	// (every ExpectationCheckInterval). So while one is pending the checker is offered again,
+	// as that next check, with the clock moved to it: a pending uncertain create is never a
+	// quiet world.
+	if h.canStart(threadChecker, "") && memoryCheckerHasWork(h.c) {
+		switch {
+		case h.checkerInput() != h.lastCheckStart || h.checkerInput() != h.lastCheckEnd:
+			add(classChecker, "expectation checker", h.startChecker)
+		case memoryHasUncertain(h.c):
+			add(classChecker, fmt.Sprintf("clock +%s: expectation checker again (uncertain create pending)", h.c.opts.ExpectationCheckInterval), func() {
+				h.clk.Step(h.c.opts.ExpectationCheckInterval)
+				h.startChecker()
+			})
+		}
 	}
 	if len(h.timers) > 0 {
 		sort.Slice(h.timers, func(i, j int) bool { return h.timers[i].at.Before(h.timers[j].at) })
@@ -126,7 +139,9 @@ func (h *harness) canStart(kind threadKind, node string) bool {
 			return false
 		}
 	}
-	return kind != threadStatus || !h.statusLockHeld(node)
+	// A status sync takes its node's status lock at once, and a new reconcile may take it at
+	// any point: neither may start while another thread holds the stripe.
+	return kind == threadChecker || h.statusLockHolder(node, nil) == nil
 }
 
 // tick moves the clock to the earliest timer and queues its key again.
@@ -149,6 +164,7 @@ func (h *harness) noteDelivered(n notification) {
 		h.ev.shown[name] = append(h.ev.shown[name], uid)
 		h.ev.shownTypes[name] = append(h.ev.shownTypes[name], n.typ)
 	}
+	h.mutateDelivered(n)
 }
 
 // moveEvidence is what one step showed the controller about VolumeAttachments.
@@ -156,15 +172,16 @@ type moveEvidence struct {
 	shown        map[string][]types.UID
 	shownTypes   map[string][]watch.EventType
 	createFailed map[string]bool
-	checker      bool
+	// checker: the expectation checker ran in the step, when it started or when it went on
+	// after the GET of an uncertain create (it judges the stored expectations after those).
+	checker bool
 }
 
 // step takes one move, lets workers that do not wait for the schedule go on, and checks the
 // invariants.
 func (h *harness) step(m move) {
 	before := memoryExpectations(h.c)
-	h.ev = moveEvidence{shown: map[string][]types.UID{}, shownTypes: map[string][]watch.EventType{}, createFailed: map[string]bool{},
-		checker: m.class == classChecker}
+	h.ev = moveEvidence{shown: map[string][]types.UID{}, shownTypes: map[string][]watch.EventType{}, createFailed: map[string]bool{}}
 	h.stepCount++
 	h.trace = append(h.trace, fmt.Sprintf("%3d  %s", h.stepCount, h.short(m.label)))
 	m.do()

@@ -214,11 +214,19 @@ func encodeConfig(cfg exploreConfig) string {
 	for _, f := range cfg.faults {
 		s += faultLetters[f]
 	}
+	if cfg.mutant != "" {
+		s += "-m" + string(cfg.mutant)
+	}
 	return s
 }
 
 func decodeConfig(s string) (exploreConfig, error) {
 	var cfg exploreConfig
+	s, mut, _ := strings.Cut(s, "-m")
+	var err error
+	if cfg.mutant, err = parseMutant(mut); err != nil {
+		return cfg, err
+	}
 	head, faults, ok := strings.Cut(s, "-f")
 	if !ok || !strings.HasPrefix(head, "t") {
 		return cfg, fmt.Errorf("bad configuration %q", s)

@@ -31,6 +31,7 @@ var (
 	ilFaults    = flag.String("interleave.faults", "FTA", "API faults besides ok: F forbidden, T timeout, A timeout after the write was applied")
 	ilReplay    = flag.String("interleave.replay", "", "replay one schedule (world:config:choices, as printed) and print its trace")
 	ilShow      = flag.Int("interleave.show", 1, "violating schedules printed in full per world, mode and invariant")
+	ilMutant    = flag.String("interleave.mutant", "", "put a fixed defect back to see the explorer catch it (interleave_mutants_test.go)")
 )
 
 // TestInterleave explores schedules of the small worlds: -interleave.schedules random ones
@@ -47,6 +48,9 @@ func TestInterleave(t *testing.T) {
 	cfg := exploreConfig{threads: *ilThreads, split: *ilSplit, reads: *ilReads, relists: *ilRelists}
 	var err error
 	if cfg.faults, err = parseFaults(*ilFaults); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.mutant, err = parseMutant(*ilMutant); err != nil {
 		t.Fatal(err)
 	}
 	total := &tally{}

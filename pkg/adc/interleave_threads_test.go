@@ -41,13 +41,23 @@ type thread struct {
 	// readSeen and readExpected are, at the thread's last store read, the VolumeAttachments
 	// the store listed on the node and those the controller expected there.
 	readSeen, readExpected map[string]bool
+	// stale is, per node, a VolumeAttachment store read made outside the controller's lock
+	// that the thread's next read of the node returns (mutantReadOutsideLock).
+	stale map[string][]interface{}
 
 	// history is every park point passed with what the thread got there: with the world and
 	// the controller's memory it identifies the thread's state.
 	history []string
-	// holdsStatusLock: a node reconcile took the node's status lock before its fresh Node read
-	// and holds it until it ends (lockNodeStatus).
+	// holdsStatusLock: the thread holds its node's status lock stripe (lockNodeStatus) while
+	// parked. A status sync holds it from its start to its end; a node reconcile takes it
+	// right before its fresh Node read and releases it once its detach decisions are made,
+	// before it sends their deletes. The harness learns it from the lock itself each time the
+	// thread parks (learnStatusLock), not from a model of the code, so a change of where the
+	// controller takes or releases the lock cannot deadlock the harness.
 	holdsStatusLock bool
+	// releasedStatusLock: a node reconcile held the status lock and released it; it never
+	// takes it again in this run (freshNode reads once per reconcile).
+	releasedStatusLock bool
 	// freshReadStep is the step at which the API server answered the thread's fresh Node
 	// read; -1 before it has one.
 	freshReadStep int
@@ -97,12 +107,58 @@ func (h *harness) start(t *thread, body func()) {
 // run lets a parked thread go on until it parks again or ends.
 func (h *harness) run(t *thread) {
 	h.current = t
+	if t.kind == threadChecker {
+		h.ev.checker = true
+	}
 	t.resume <- struct{}{}
 	<-t.park
 	h.current = nil
+	h.learnStatusLock(t)
 	if t.done {
 		h.finished(t)
 	}
+}
+
+// learnStatusLock updates, after t parked or ended, whether t holds its node's status lock
+// stripe. Only t ran since the last look, and every other parked thread keeps what it held,
+// so the stripe is t's exactly when it is locked and no other thread holds it; a stripe
+// locked by another thread while t also claims it is a harness bug.
+func (h *harness) learnStatusLock(t *thread) {
+	if t.kind == threadChecker {
+		return
+	}
+	held := h.stripeLocked(t.node)
+	other := h.statusLockHolder(t.node, t) != nil
+	was := t.holdsStatusLock
+	switch {
+	case t.done:
+		t.holdsStatusLock = false
+	case held && !other:
+		t.holdsStatusLock = true
+	case !held:
+		t.holdsStatusLock = false
+	case was:
+		h.violate(invHarness, fmt.Sprintf("%s and another thread both hold the status lock of %s", t.label(), t.node))
+	}
+	if was && !t.holdsStatusLock {
+		t.releasedStatusLock = true
+	}
+	if c := t.call; c != nil && c.verb == "get" && c.resource == resNodes && t.kind == threadReconcile && !t.holdsStatusLock {
+		if _, inCache, _ := h.informers[resNodes].store.GetByKey(c.name); inCache {
+			h.violate(invHarness, fmt.Sprintf("%s reads its node fresh without the node's status lock", t.label()))
+		}
+	}
+}
+
+// stripeLocked reports whether node's status lock stripe is locked now. Only the harness's
+// goroutine runs while it looks, so the answer holds until a thread runs again.
+func (h *harness) stripeLocked(node string) bool {
+	mu := &h.c.statusLocks[statusStripe(node)]
+	if mu.TryLock() {
+		mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // yield parks the calling thread; it is called on the thread's goroutine.
@@ -146,28 +202,31 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 }
 
 // resumable reports whether the thread may go on now without blocking on a lock another
-// parked thread holds: a node reconcile that has not taken its node's status lock yet may be
-// about to, and must wait while a status sync of the node (which holds it) is in flight.
+// parked thread holds. Which code takes the status lock is not modelled: a worker that has
+// neither taken nor released its node's status lock may take it at any point of its next
+// run, so it waits while another thread holds the stripe. A thread holding a lock never
+// waits for one (c.mu is never held across a park), so there is no cycle: the holder can
+// always go on and end.
 func (h *harness) resumable(t *thread) bool {
-	if t.kind != threadReconcile || t.holdsStatusLock {
-		return true
-	}
-	for _, o := range h.threads {
-		if o.kind == threadStatus && !o.done && statusStripe(o.node) == statusStripe(t.node) {
-			return false
-		}
-	}
-	return true
+	return !h.mayTakeStatusLock(t) || h.statusLockHolder(t.node, t) == nil
 }
 
-// statusLockHeld reports whether a node reconcile holds the status lock stripe of node.
-func (h *harness) statusLockHeld(node string) bool {
+// mayTakeStatusLock reports whether the thread may yet take its node's status lock: a node
+// reconcile or status sync that has neither taken nor released it (a status sync parked
+// before its lockNodeStatus, as with mutantReadOutsideLock, included).
+func (h *harness) mayTakeStatusLock(t *thread) bool {
+	return t.kind != threadChecker && !t.holdsStatusLock && !t.releasedStatusLock
+}
+
+// statusLockHolder is the thread other than except that holds node's status lock stripe,
+// or nil.
+func (h *harness) statusLockHolder(node string, except *thread) *thread {
 	for _, o := range h.threads {
-		if o.kind == threadReconcile && !o.done && o.holdsStatusLock && statusStripe(o.node) == statusStripe(node) {
-			return true
+		if o != except && !o.done && o.holdsStatusLock && statusStripe(o.node) == statusStripe(node) {
+			return o
 		}
 	}
-	return false
+	return nil
 }
 
 // statusStripe is the stripe of lockNodeStatus a node's status lock is on.
@@ -178,16 +237,20 @@ func statusStripe(node string) uint32 {
 }
 
 // abandon lets every parked thread run to its end, answering its calls with errors, so that
-// no goroutine outlives its schedule. Status syncs go first: a node reconcile waiting for
-// the status lock must find it free.
+// no goroutine outlives its schedule. Lock holders go first: a node reconcile that may take
+// a status lock must find it free.
 func (h *harness) abandon() {
 	h.abandoning = true
-	for _, kind := range []threadKind{threadStatus, threadChecker, threadReconcile} {
-		for _, t := range h.threads {
-			if t.kind == kind && !t.done {
+	for len(h.threads) > 0 {
+		progress := false
+		for _, t := range append([]*thread(nil), h.threads...) {
+			if !t.done && h.resumable(t) {
 				h.run(t)
+				progress = true
 			}
 		}
+		if !progress {
+			panic("interleave: abandoned threads wait for each other's status locks")
+		}
 	}
-	h.threads = nil
 }

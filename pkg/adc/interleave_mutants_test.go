@@ -1,0 +1,141 @@
+package adc
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Mutants put back, inside the harness, defects the explorer once found and that were fixed
+// in the controller, so that a test can check the explorer still catches them within the
+// budget of make test (TestInterleaveBudgetCatches). Production code is left as it is: each
+// mutant does, at the point where the defective controller did it, what the defect did.
+
+type mutant string
+
+const (
+	// mutantSeenNoSources (defect 1): the expectation checker ends the create expectation of
+	// an object the store holds without putting it in vaSources first, so until the handler
+	// runs the object is in neither, and a second node can get its ReadWriteOnce volume.
+	mutantSeenNoSources mutant = "seen-no-sources"
+	// mutantReadOutsideLock (defect 5): a worker reads a node's VolumeAttachments from the
+	// store, and the controller's expectations only later, under the lock; an object that
+	// moves from the expectations to the store in between is in neither read. The worker
+	// reads the store when it starts and parks; once it goes on, its store read under the
+	// lock returns what it read then.
+	mutantReadOutsideLock mutant = "read-outside-lock"
+	// mutantAnyUID (defect 9): the VolumeAttachment handler ends the create expectation of
+	// the name on any object under it, whatever its UID (an older incarnation's late event).
+	mutantAnyUID mutant = "any-uid"
+)
+
+// mutantSpec is what a mutant must break, and the world whose schedules show it first (the
+// self-test explores that world's budget first).
+type mutantSpec struct {
+	invariant, world string
+}
+
+// mutants are the known mutants.
+var mutants = map[mutant]mutantSpec{
+	mutantSeenNoSources:   {invRWO, "rwo"},
+	mutantReadOutsideLock: {invRedundant, "rwo"},
+	// Only the recreate world has an older object under a name the controller creates again.
+	mutantAnyUID: {invExpectation, "recreate"},
+}
+
+// mutantNames lists the mutants in a fixed order.
+func mutantNames() []mutant {
+	var out []mutant
+	for m := range mutants {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func parseMutant(s string) (mutant, error) {
+	if _, ok := mutants[mutant(s)]; !ok && s != "" {
+		return "", fmt.Errorf("unknown mutant %q (have %v)", s, mutantNames())
+	}
+	return mutant(s), nil
+}
+
+// mutateChecker runs, in the checker thread before checkExpectations, what defect 1 did: an
+// expectation whose very object the store holds ends, without the object entering vaSources.
+func (h *harness) mutateChecker() {
+	if h.cfg.mutant != mutantSeenNoSources {
+		return
+	}
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	for name, e := range h.c.world.expectedVAs.byName {
+		if !e.stored {
+			continue
+		}
+		if obj, ok, _ := h.vas.Indexer.GetByKey(name); ok {
+			if va, isVA := vaOf(obj); isVA && va.UID == e.va.UID && !memoryKnowsVALocked(h.c, va) {
+				h.c.dropExpectationLocked(e)
+			}
+		}
+	}
+}
+
+// mutateWorkerStart runs, on a new worker's thread before the controller's code, the store
+// read of defect 5: the thread reads its node's VolumeAttachments and parks; its next read
+// of them (in actualAttachments, under the lock) returns this one.
+func (h *harness) mutateWorkerStart(t *thread) {
+	if h.cfg.mutant != mutantReadOutsideLock || h.abandoning {
+		return
+	}
+	objs, _ := h.vas.Indexer.ByIndex(vaByNodeIndex, t.node)
+	sortByKey(objs)
+	t.stale = map[string][]interface{}{t.node: objs}
+	var names []string
+	t.readSeen = map[string]bool{}
+	for _, o := range objs {
+		names = append(names, objLabel(o))
+		if va, ok := vaOf(o); ok {
+			t.readSeen[va.Name] = true
+		}
+	}
+	t.readExpected = map[string]bool{}
+	for name, e := range memoryExpectations(h.c) {
+		if e.node == t.node {
+			t.readExpected[name] = true
+		}
+	}
+	t.read = fmt.Sprintf("read VAs of %s outside the lock: [%s]", t.node, strings.Join(names, " "))
+	t.history = append(t.history, t.read)
+	h.yield(t)
+	t.read = ""
+}
+
+// staleRead returns, for defect 5, what the current thread read outside the lock.
+func (h *harness) staleRead(node string) ([]interface{}, bool) {
+	t := h.current
+	if t == nil || t.stale == nil {
+		return nil, false
+	}
+	objs, ok := t.stale[node]
+	delete(t.stale, node)
+	return objs, ok
+}
+
+// mutateDelivered runs, after the VolumeAttachment handler got n, what defect 9 did: once the
+// create returned, any object under its name ends the expectation, whatever its UID.
+func (h *harness) mutateDelivered(n notification) {
+	if h.cfg.mutant != mutantAnyUID || (n.typ != watch.Added && n.typ != watch.Modified) {
+		return
+	}
+	name, _ := uidOfNote(n)
+	if name == "" {
+		return
+	}
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	if e := h.c.world.expectedVAs.get(name); e != nil && e.stored {
+		h.c.dropExpectationLocked(e)
+	}
+}
