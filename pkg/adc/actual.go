@@ -1,6 +1,7 @@
 package adc
 
 import (
+	"sort"
 	"strings"
 	"time"
 
@@ -58,11 +59,18 @@ func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachme
 		seen[va.Name] = true
 		atts = append(atts, c.vaAttachmentLocked(va, node, now))
 	}
-	for name, exp := range c.world.expectedVAs.onNode(node.Name) {
-		if seen[name] {
-			continue
+	// In name order, so a node's decisions (and their API calls) come in the same order for
+	// the same state.
+	expected := c.world.expectedVAs.onNode(node.Name)
+	names := make([]string, 0, len(expected))
+	for name := range expected {
+		if !seen[name] {
+			names = append(names, name)
 		}
-		atts = append(atts, c.vaAttachmentLocked(exp.va, node, now))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		atts = append(atts, c.vaAttachmentLocked(expected[name].va, node, now))
 	}
 	c.learnInTreeLocked(node)
 	for name, it := range c.world.inTree[node.Name] {

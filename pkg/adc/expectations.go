@@ -2,6 +2,7 @@ package adc
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -266,6 +267,8 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 	now := c.opts.Clock.Now()
 	storeRV := c.vas.LastStoreSyncResourceVersion()
 	var wake []string
+	// In name order: one checker run reads the same objects in the same order every time.
+	sort.Slice(uncertain, func(i, j int) bool { return uncertain[i].va.Name < uncertain[j].va.Name })
 	for _, e := range uncertain {
 		wake = append(wake, c.checkUncertain(ctx, e)...)
 	}
