@@ -2,6 +2,7 @@ package adc
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,7 +88,7 @@ func (a *apiTruth) deleteVA(name string, uid types.UID) error {
 	}
 	if len(va.Finalizers) == 0 {
 		delete(a.vas, name)
-		a.emit(resVAs, watch.Deleted, va)
+		a.emit(resVAs, watch.Deleted, a.deleted(resVAs, va).(*storagev1.VolumeAttachment))
 		return nil
 	}
 	if va.DeletionTimestamp == nil {
@@ -110,7 +111,7 @@ func (a *apiTruth) updateVA(name string, change func(*storagev1.VolumeAttachment
 func (a *apiTruth) removeVA(name string) {
 	va := a.vas[name]
 	delete(a.vas, name)
-	a.emit(resVAs, watch.Deleted, va)
+	a.emit(resVAs, watch.Deleted, a.deleted(resVAs, va).(*storagev1.VolumeAttachment))
 }
 
 // updateNode applies change to a Node; nil when there is no such node.
@@ -135,7 +136,7 @@ func (a *apiTruth) addPod(p *v1.Pod) {
 func (a *apiTruth) deletePod(key string) {
 	p := a.pods[key]
 	delete(a.pods, key)
-	a.emit(resPods, watch.Deleted, p)
+	a.emit(resPods, watch.Deleted, a.deleted(resPods, p).(*v1.Pod))
 }
 
 // list returns a resource's objects, sorted by key, as a relist would.
@@ -181,4 +182,14 @@ func (a *apiTruth) dump() string {
 		lines = append(lines, fmt.Sprintf("pod %s/%s rv=%s node=%s", p.Namespace, p.Name, p.ResourceVersion, p.Spec.NodeName))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// deleted is the object a DELETED watch event carries: the last state, at the resourceVersion
+// of the deletion itself (as the API server sends it), not of the object's last change. A
+// store that applies the event is then synced past the deletion.
+func (a *apiTruth) deleted(res string, obj runtime.Object) runtime.Object {
+	cp := obj.DeepCopyObject()
+	m, _ := meta.Accessor(cp)
+	m.SetResourceVersion(a.nextRV(res))
+	return cp
 }
