@@ -6,6 +6,11 @@
 # make demo [REAL=1]    the mid-rollout demo, simulated (fast) or on real kubelets/attacher/driver
 # make e2e-assets       build csi-attacher, a hollow kubelet and the mock CSI driver (cached)
 # make kcm-adc          build kube-controller-manager v1.36.3 with adc inside (cached)
+# make cluster-assets   build kube-scheduler and the stock kube-controller-manager v1.36.3 (cached)
+# make cluster [MODE=kcm-adc|stock|standalone] [NODES=3]
+#                       a whole cluster on this machine (scheduler, kube-controller-manager with
+#                       all its controllers, hollow kubelets, CSI driver); prints its kubeconfig,
+#                       stays up until Ctrl-C
 # make lint             gofmt, go vet, staticcheck
 # make chaos            a longer chaos run (CHAOS_DURATION, default 10m; CHAOS_SEED replays one)
 # make interleave       the interleaving explorer (-race): SCHEDULES random schedules per world
@@ -23,7 +28,7 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo-build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos interleave
+.PHONY: all build demo-build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos interleave cluster-assets cluster
 
 all: build
 
@@ -53,7 +58,7 @@ test: unit-test test-assets
 	$(MAKE) --no-print-directory chaos-test
 	$(MAKE) --no-print-directory -j2 --output-sync=target integration-rest e2e-test
 
-test-assets: envtest-assets kcm-adc e2e-assets
+test-assets: envtest-assets kcm-adc e2e-assets cluster-assets
 
 unit-test:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
@@ -106,13 +111,29 @@ envtest-assets:
 kcm-assets:
 	hack/build-envtest.sh kube-controller-manager
 
+# The rest of a cluster's control plane, into bin/envtest/$(K8S_VERSION) (hack/build-envtest.sh:
+# the same wrapper module and build cache as kube-apiserver, so after it about 35 s for
+# kube-scheduler and 55 s for kube-controller-manager on 2 cores). test/e2e/cluster runs them.
+cluster-assets: envtest-assets
+	hack/build-envtest.sh kube-scheduler kube-controller-manager
+
+# A whole cluster on this machine, in one of the three modes of test/e2e/cluster: kcm-adc (adc
+# inside kube-controller-manager), stock (its own attach/detach controller) or standalone (adc
+# as its own process). It prints the kubeconfig (also in bin/cluster/kubeconfig) and stays up
+# until Ctrl-C; a default StorageClass "mock" holds 20 pre-created PVs of the mock CSI driver.
+MODE ?= kcm-adc
+NODES ?= 3
+cluster: envtest-assets e2e-assets cluster-assets kcm-adc build
+	$(GO) run ./test/e2e/cluster/up --mode $(MODE) --nodes $(NODES) --adc bin/adc --kubeconfig bin/cluster/kubeconfig
+
 # The real parts of the end-to-end suite, into bin/e2e (see hack/build-e2e.sh). After
 # envtest-assets: the hollow kubelet and the mock driver reuse kube-apiserver's build cache.
 e2e-assets: envtest-assets
 	hack/build-e2e.sh
 
-# End to end on real kubelets, the real external-attacher and a real CSI driver (test/e2e).
-e2e-test: envtest-assets e2e-assets
+# End to end on real kubelets, the real external-attacher and a real CSI driver (test/e2e),
+# and on a whole cluster in three modes (test/e2e/cluster, the TestCluster scenarios).
+e2e-test: envtest-assets e2e-assets cluster-assets kcm-adc
 	$(GO) test -count=1 -timeout 15m -v ./test/e2e/...
 
 # kube-controller-manager v1.36.3 with adc inside, as a distribution carries it, into

@@ -11,11 +11,13 @@
 # Usage: hack/build-e2e.sh [csi-attacher|hollowkubelet|csimock ...]   (default: all three)
 # A binary is rebuilt only when it is missing or older than its sources (its folder, its
 # wrapper module's go.mod/go.sum), so a warm run takes well under a second.
+# E2E_ASSETS, when set, is the folder to build into instead of bin/e2e (the harness reads the
+# binaries from there too, see test/e2e/harness/assets.go).
 set -euo pipefail
 
 K8S_VERSION=1.36.3
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="${root}/bin/e2e"
+out="${E2E_ASSETS:-${root}/bin/e2e}"
 mkdir -p "${out}"
 
 targets=("$@")

@@ -184,6 +184,9 @@ func (d *driver) intercept(nodeName string) grpc.UnaryServerInterceptor {
 			}
 		}
 		resp, err := handler(ctx, req)
+		if info, ok := resp.(*csi.NodeGetInfoResponse); ok && err == nil && len(d.opts.topology[nodeName]) > 0 {
+			info.AccessibleTopology = &csi.Topology{Segments: d.opts.topology[nodeName]}
+		}
 		if d.handles != nil && err == nil {
 			if cv, ok := resp.(*csi.CreateVolumeResponse); ok {
 				d.handles.created(cv.GetVolume().GetVolumeId())

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -43,6 +44,7 @@ type options struct {
 	disableAttach    bool
 	mapHandles       bool
 	volumes          stringList
+	topology         topologyList
 }
 
 func main() {
@@ -56,6 +58,7 @@ func main() {
 	fs.BoolVar(&o.disableAttach, "disable-attach", false, "Serve a driver without ControllerPublish/Unpublish (for a CSIDriver with attachRequired=false).")
 	fs.BoolVar(&o.mapHandles, "map-handles", true, "Map every volume id a caller sends to a mock volume of that name, created on first sight.")
 	fs.Var(&o.volumes, "volume", "A volume handle to create at start (with --map-handles); repeatable.")
+	fs.Var(&o.topology, "node-topology", "NAME=KEY=VALUE: NodeGetInfo on node NAME reports accessible topology KEY=VALUE (the kubelet copies it to the Node's labels and CSINode's topologyKeys), as a zonal driver's node plugin does; repeatable.")
 	flag.Parse()
 	if err := run(o); err != nil {
 		klog.ErrorS(err, "csimock failed", "driver", o.driverName)
@@ -126,6 +129,36 @@ func (l *nodeList) Set(v string) error {
 		return fmt.Errorf("want NAME=ABSOLUTE_KUBELET_ROOT_DIR, got %q", v)
 	}
 	*l = append(*l, node{name: name, rootDir: dir})
+	return nil
+}
+
+// topologyList is the repeatable NAME=KEY=VALUE flag --node-topology: segments per node.
+type topologyList map[string]map[string]string
+
+func (l *topologyList) String() string {
+	var parts []string
+	for n, segs := range *l {
+		for k, v := range segs {
+			parts = append(parts, n+"="+k+"="+v)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (l *topologyList) Set(v string) error {
+	name, kv, ok := strings.Cut(v, "=")
+	key, value, ok2 := strings.Cut(kv, "=")
+	if !ok || !ok2 || name == "" || key == "" {
+		return fmt.Errorf("want NAME=KEY=VALUE, got %q", v)
+	}
+	if *l == nil {
+		*l = topologyList{}
+	}
+	if (*l)[name] == nil {
+		(*l)[name] = map[string]string{}
+	}
+	(*l)[name][key] = value
 	return nil
 }
 

@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +52,8 @@ type config struct {
 	burst            int
 	maxPods          int
 	fakeRuntimeDelay time.Duration
+	leaseDuration    time.Duration
+	labels           labelList
 }
 
 func main() {
@@ -64,6 +68,8 @@ func main() {
 	fs.Float64Var(&c.qps, "kube-api-qps", 50, "Queries per second to the API server.")
 	fs.IntVar(&c.burst, "kube-api-burst", 100, "Burst of queries to the API server.")
 	fs.IntVar(&c.maxPods, "max-pods", 110, "Pods this kubelet accepts.")
+	fs.DurationVar(&c.leaseDuration, "node-lease-duration", 40*time.Second, "Duration of the node's Lease (whole seconds); the kubelet renews it every quarter of that, and the node lifecycle controller's --node-monitor-grace-period must be longer.")
+	fs.Var(&c.labels, "node-labels", "Labels the kubelet registers its Node with, KEY=VALUE[,KEY=VALUE...], as the kubelet's --node-labels (e.g. topology.kubernetes.io/zone, which a cloud provider would set).")
 	flag.Parse()
 	if err := run(c); err != nil {
 		klog.ErrorS(err, "hollow kubelet failed", "node", c.nodeName)
@@ -85,6 +91,8 @@ func (c config) validate() error {
 		return fmt.Errorf("--port must be a free TCP port, got %d", c.port)
 	case c.statusFrequency <= 0:
 		return fmt.Errorf("--node-status-update-frequency must be positive, got %s", c.statusFrequency)
+	case c.leaseDuration < time.Second || c.leaseDuration%time.Second != 0:
+		return fmt.Errorf("--node-lease-duration must be whole seconds, at least 1s, got %s", c.leaseDuration)
 	}
 	return nil
 }
@@ -171,7 +179,7 @@ func kubeletConfig(c config) (*options.KubeletFlags, *kubeletconfig.KubeletConfi
 		KubeletPort:         c.port,
 		KubeletReadOnlyPort: 0,
 		MaxPods:             c.maxPods,
-		NodeLabels:          map[string]string{},
+		NodeLabels:          c.labels.values(),
 	})
 	// GetHollowKubeletConfig makes a fresh hollow-kubelet.N folder in /tmp (TMPDIR ignored);
 	// this kubelet uses --root-dir instead, so that folder goes at once.
@@ -195,7 +203,42 @@ func kubeletConfig(c config) (*options.KubeletFlags, *kubeletconfig.KubeletConfi
 	kc.ReadOnlyPort = 0
 	kc.HealthzPort = 0
 	kc.NodeStatusUpdateFrequency.Duration = c.statusFrequency
+	kc.NodeLeaseDurationSeconds = int32(c.leaseDuration / time.Second)
 	return flags, kc, nil
+}
+
+// labelList is the --node-labels flag: KEY=VALUE pairs, comma separated, repeatable.
+type labelList struct{ m map[string]string }
+
+func (l *labelList) String() string {
+	parts := make([]string, 0, len(l.m))
+	for k, v := range l.m {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// values returns the labels, an empty map when none are set.
+func (l *labelList) values() map[string]string {
+	if l.m == nil {
+		return map[string]string{}
+	}
+	return l.m
+}
+
+func (l *labelList) Set(v string) error {
+	if l.m == nil {
+		l.m = map[string]string{}
+	}
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE[,KEY=VALUE...], got %q", v)
+		}
+		l.m[k] = val
+	}
+	return nil
 }
 
 // ensureDir creates dir when it is missing and says whether it did.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -116,6 +117,9 @@ func newDriver(s *Stack, o DriverOptions) (*Driver, error) {
 	}
 	for _, n := range s.opts.Nodes {
 		args = append(args, "--node", n+"="+s.kubelets[n].RootDir)
+		for _, kv := range sortedPairs(o.Topology[n]) {
+			args = append(args, "--node-topology", n+"="+kv)
+		}
 	}
 	d.proc = newProcess("driver "+o.Name, s.bin(driverBinary), s.logPath("driver-"+o.Name), args...)
 	s.track(d.proc)
@@ -133,4 +137,12 @@ func newDriver(s *Stack, o DriverOptions) (*Driver, error) {
 		s.track(d.attacher)
 	}
 	return d, nil
+}
+
+// sortedPairs returns m as sorted key=value strings.
+func sortedPairs(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return strings.Split(joinPairs(m, "="), ",")
 }

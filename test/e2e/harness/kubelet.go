@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,11 +30,17 @@ type Kubelet struct {
 
 func newKubelet(s *Stack, name, rootDir string, port int) *Kubelet {
 	k := &Kubelet{Name: name, RootDir: rootDir, Port: port, stack: s}
-	k.proc = newProcess("kubelet "+name, s.bin(kubeletBinary), s.logPath("kubelet-"+name),
-		"--kubeconfig", s.kubeconfig, "--node-name", name, "--root-dir", rootDir,
+	args := []string{"--kubeconfig", s.kubeconfig, "--node-name", name, "--root-dir", rootDir,
 		"--port", strconv.Itoa(port),
 		"--node-status-update-frequency", s.opts.NodeStatusUpdateFrequency.String(),
-		"--v", "2")
+		"--v", "2"}
+	if s.opts.NodeLeaseDuration > 0 {
+		args = append(args, "--node-lease-duration", s.opts.NodeLeaseDuration.String())
+	}
+	if labels := s.opts.NodeLabels[name]; len(labels) > 0 {
+		args = append(args, "--node-labels", joinPairs(labels, "="))
+	}
+	k.proc = newProcess("kubelet "+name, s.bin(kubeletBinary), s.logPath("kubelet-"+name), args...)
 	s.track(k.proc, port)
 	return k
 }
@@ -92,4 +100,14 @@ func (k *Kubelet) WaitRegistered(ctx context.Context, since time.Time, timeout t
 		return fmt.Errorf("kubelet of node %s not registered within %s (last: %s): %w\n%s", k.Name, timeout, last, err, tail(k.proc.Log(), 30))
 	}
 	return nil
+}
+
+// joinPairs returns m as sorted key<sep>value pairs joined by commas.
+func joinPairs(m map[string]string, sep string) string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+sep+v)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// hostPaths are where a kubelet (or the kubelet part of kube-controller-manager) writes on a
-// host by default; the stack must create none of them.
-var hostPaths = []string{"/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/usr/libexec/kubernetes", "/etc/kubernetes", "/run/containerd"}
+// hostPaths are where a kubelet, kube-controller-manager (its FlexVolume prober) or
+// kube-scheduler and kube-controller-manager (their self-signed serving certificates, without
+// --cert-dir) write on a host by default; the stack must create none of them.
+var hostPaths = []string{"/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/usr/libexec/kubernetes", "/etc/kubernetes", "/run/containerd",
+	"/var/run/kubernetes", "/run/kubernetes"}
 
 // hostState is what the stack must not change on the host: its mounts, iptables rules and
 // the kubelet's default folders.

@@ -21,8 +21,24 @@ type Options struct {
 	// NodeStatusUpdateFrequency is the kubelets' status period, which bounds how soon they
 	// report volumesInUse (default 1 s; kubemark's is 10 s).
 	NodeStatusUpdateFrequency time.Duration
-	// ADCBinary is the adc binary to run (required; framework.BuildADC builds one).
+	// ADCBinary is the adc binary to run (required unless NoADC; framework.BuildADC builds one).
 	ADCBinary string
+	// NoADC runs no adc process: the attach/detach controller is the one inside Cluster's
+	// kube-controller-manager (built in, or adc built in). It needs Cluster.
+	NoADC bool
+	// Cluster, when set, runs kube-scheduler and kube-controller-manager too, so that nothing
+	// a cluster does by itself (PV binding, pod placement, NotReady and taints, pod garbage
+	// collection) is left to the tests; see ClusterOptions.
+	Cluster *ClusterOptions
+	// APIServerFlags are extra kube-apiserver flags, name without "--" to value.
+	APIServerFlags map[string]string
+	// NodeLabels are, per node, the labels its kubelet registers the Node with (--node-labels),
+	// e.g. the zone a cloud provider would label it with.
+	NodeLabels map[string]map[string]string
+	// NodeLeaseDuration is the kubelets' node Lease duration; they renew it every quarter of
+	// that (default: the kubelet's 40 s). A node lifecycle controller's
+	// --node-monitor-grace-period must be longer.
+	NodeLeaseDuration time.Duration
 	// ADCArgs are added to adc controller's flags (after the harness's own, so they win).
 	ADCArgs []string
 	// DeferADC leaves adc stopped; start it with ADC().Start.
@@ -51,6 +67,10 @@ type DriverOptions struct {
 	NoAttach bool
 	// NoCSIDriverObject leaves out the CSIDriver object (attach is then required).
 	NoCSIDriverObject bool
+	// Topology is, per node, the accessible topology the driver's NodeGetInfo reports there
+	// (key to value); the kubelet copies it to the Node's labels and CSINode's topologyKeys,
+	// as with a zonal driver such as the GCE PD CSI driver (topology.gke.io/zone).
+	Topology map[string]map[string]string
 }
 
 // Default names.
@@ -74,8 +94,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.ADCBinary == "" {
+	switch {
+	case o.NoADC && o.Cluster == nil:
+		return o, fmt.Errorf("harness: Options.NoADC needs Options.Cluster (a kube-controller-manager that attaches)")
+	case o.NoADC && o.ADCBinary != "":
+		return o, fmt.Errorf("harness: Options.ADCBinary and Options.NoADC are both set")
+	case !o.NoADC && o.ADCBinary == "":
 		return o, fmt.Errorf("harness: Options.ADCBinary is required (framework.BuildADC builds one)")
+	case o.Cluster != nil && (o.Cluster.ControllerManager == "" || o.Cluster.Scheduler == "" || o.Cluster.Controllers == ""):
+		return o, fmt.Errorf("harness: Options.Cluster needs ControllerManager, Controllers and Scheduler")
+	case o.NodeLeaseDuration%time.Second != 0:
+		return o, fmt.Errorf("harness: Options.NodeLeaseDuration must be whole seconds, got %s", o.NodeLeaseDuration)
 	}
 	seen := map[string]bool{}
 	for _, n := range o.Nodes {

@@ -22,6 +22,10 @@ type Process struct {
 	// diesOnSIGTERM marks a program without a SIGTERM handler (csi-attacher): ending by the
 	// signal is its normal stop.
 	diesOnSIGTERM bool
+	// anyExitOnSIGTERM marks a program whose every exit after SIGTERM is its normal stop:
+	// kube-scheduler without leader election exits 1 ("finished without leader elect"),
+	// kube-controller-manager without it dies by the signal.
+	anyExitOnSIGTERM bool
 
 	bin     string
 	logPath string
@@ -159,7 +163,7 @@ func (p *Process) signal(sig syscall.Signal, timeout time.Duration) error {
 		<-done
 		return fmt.Errorf("%s (pid %d) did not exit within %s of %s; killed", p.Name, cmd.Process.Pid, timeout, sig)
 	}
-	if err := p.ExitError(); err != nil && !(sig == syscall.SIGTERM && p.diesOnSIGTERM && killedBy(err, syscall.SIGTERM)) {
+	if err := p.ExitError(); err != nil && !(sig == syscall.SIGTERM && (p.anyExitOnSIGTERM || p.diesOnSIGTERM && killedBy(err, syscall.SIGTERM))) {
 		return fmt.Errorf("%s (pid %d) exited after %s: %w", p.Name, cmd.Process.Pid, sig, err)
 	}
 	return nil

@@ -50,6 +50,9 @@ type Stack struct {
 	drivers                map[string]*Driver
 	adc                    *Process
 	adcPort                int
+	// kcm and scheduler run with Options.Cluster.
+	kcm, scheduler         *Process
+	kcmPort, schedulerPort int
 
 	mu       sync.Mutex
 	procs    []*Process
@@ -121,7 +124,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	quietControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
 	s.logf("starting the control plane")
-	cpOpts := controlplane.Options{Restartable: opts.RestartableAPIServer}
+	cpOpts := controlplane.Options{Restartable: opts.RestartableAPIServer, APIServerFlags: opts.APIServerFlags}
 	if opts.ShippedRBAC {
 		// Every request: adc's are made by the admin impersonating its ServiceAccount, which
 		// the policy cannot select.
@@ -145,6 +148,17 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if err := s.createCSIDrivers(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Cluster != nil {
+		// Before the kubelets, as in a cluster: the node lifecycle controller takes the
+		// not-ready taint off each node as it comes up, and the scheduler sees it.
+		s.logf("starting kube-controller-manager (--controllers=%s) and kube-scheduler", opts.Cluster.Controllers)
+		if err := s.newClusterProcesses(); err != nil {
+			return nil, err
+		}
+		if err := s.startCluster(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	for _, n := range opts.Nodes {
@@ -201,6 +215,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 
 	s.logf("kubelets registered after %s", time.Since(s.started).Round(10*time.Millisecond))
+	if opts.NoADC {
+		s.logf("stack up in %s (folder %s); kube-controller-manager attaches", time.Since(s.started).Round(10*time.Millisecond), s.Dir)
+		return s, nil
+	}
 	if s.adcPort, err = freePort(); err != nil {
 		return nil, err
 	}
@@ -240,6 +258,9 @@ func (s *Stack) createCSIDrivers(ctx context.Context) error {
 
 // WaitADCReady waits until adc's /readyz answers 200.
 func (s *Stack) WaitADCReady(ctx context.Context) error {
+	if s.adc == nil {
+		return fmt.Errorf("harness: no adc process in this stack (Options.NoADC)")
+	}
 	url := "http://" + s.ADCAddr() + "/readyz"
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
@@ -291,7 +312,7 @@ func (s *Stack) Drivers() []*Driver {
 // empty when it runs as the admin.
 func (s *Stack) ADCUser() string { return s.adcUser }
 
-// ADC returns the adc controller process.
+// ADC returns the adc controller process, nil with Options.NoADC.
 func (s *Stack) ADC() *Process { return s.adc }
 
 // ADCAddr returns adc's HTTP address (/healthz, /readyz, /metrics).
@@ -309,8 +330,9 @@ func (s *Stack) Logs(lines int) string {
 	return b.String()
 }
 
-// Stop stops every process (adc, attachers, kubelets, drivers, then the control plane) and
-// removes the stack's folder. It is safe to call more than once.
+// Stop stops every process (adc, kube-controller-manager and kube-scheduler, attachers,
+// kubelets, drivers, then the control plane) and removes the stack's folder. It is safe to
+// call more than once.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
 		start := time.Now()
@@ -334,7 +356,7 @@ func (s *Stack) Stop() error {
 			}
 			wg.Wait()
 		}
-		stopAll([]*Process{s.adc})
+		stopAll([]*Process{s.adc, s.kcm, s.scheduler})
 		var attachers, kubelets, drivers []*Process
 		for _, d := range s.drivers {
 			attachers = append(attachers, d.attacher)

@@ -1,0 +1,35 @@
+// Package cluster runs a whole Kubernetes cluster on one machine from the parts a real one
+// has, and adc's end-to-end scenarios on it with nothing staged: kube-apiserver and etcd
+// (envtest), kube-scheduler v1.36.3, kube-controller-manager v1.36.3 with its default
+// controllers (the PV binder, node lifecycle, taint eviction, pod garbage collector,
+// StatefulSet, service account and root CA publisher controllers), hollow kubelets (real
+// kubelets without containers), the Kubernetes e2e mock CSI driver and csi-attacher v4.13.0
+// (package harness starts and stops each of them).
+//
+// The attach/detach controller comes in three modes (Mode), the same scenarios in each:
+//   - kcm-adc: kube-controller-manager with adc inside (`make kcm-adc`), adc in place of the
+//     built-in attach/detach controller;
+//   - stock: the stock kube-controller-manager with its own attach/detach controller;
+//   - standalone: the stock kube-controller-manager without its attach/detach controller,
+//     and the adc binary as a process of its own, as its ServiceAccount under the RBAC
+//     deploy/kubernetes ships.
+//
+// Volumes come from the real PV controller: each scenario pre-creates PersistentVolumes of a
+// StorageClass of its own (provisioner kubernetes.io/no-provisioner, binding Immediate), and
+// the PV controller binds them to the claims of StatefulSet volumeClaimTemplates. Pods are
+// placed by kube-scheduler; NotReady, the unreachable taints and the eviction of pods from a
+// lost node come from the node lifecycle and taint eviction controllers; pod GC
+// force-deletes the pods of an out-of-service node.
+//
+// Timings are shortened by flags, never by staging (Timings): the kubelets' node Lease lasts
+// 10 s (default 40 s), so --node-monitor-grace-period can be 15 s (default 50 s, the same
+// ratio) with --node-monitor-period 1 s (default 5 s); the API server's default not-ready and
+// unreachable tolerations are 5 s (default 300 s); adc's --max-wait-for-unmount is 30 s
+// (default 6 min). The stock attach/detach controller's 6 minutes are a constant
+// (ReconcilerMaxWaitForUnmountDuration, no flag), so the stock mode keeps them.
+//
+// The binaries come from `make cluster-assets` (kube-scheduler and the stock
+// kube-controller-manager, into bin/envtest/1.36.3 or $CLUSTER_ASSETS), `make kcm-adc`,
+// `make e2e-assets` and `make envtest-assets`. `make cluster` starts one (Start) and prints
+// its kubeconfig; `make bench-cluster` measures pod startup with volumes on all three modes.
+package cluster

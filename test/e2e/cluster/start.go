@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/migration-aware/adc/test/e2e/harness"
+)
+
+// Timings are the cluster's shortened clocks, each set by a flag of the real component.
+type Timings struct {
+	// NodeLeaseDuration is the kubelets' node Lease (renewed every quarter of it; kubelet
+	// default 40 s).
+	NodeLeaseDuration time.Duration
+	// NodeMonitorGracePeriod is how long the node lifecycle controller waits for a Lease
+	// renewal before it marks the node's Ready condition Unknown and taints it unreachable
+	// (default 50 s).
+	NodeMonitorGracePeriod time.Duration
+	// NodeMonitorPeriod is how often it checks (default 5 s).
+	NodeMonitorPeriod time.Duration
+	// TolerationSeconds are the not-ready and unreachable NoExecute tolerations the API
+	// server's DefaultTolerationSeconds admission gives every pod (default 300): after them
+	// the taint eviction controller deletes the pods of a lost node.
+	TolerationSeconds int
+	// MaxWaitForUnmount is adc's --max-wait-for-unmount in the kcm-adc and standalone modes
+	// (default 6 min). The stock attach/detach controller has no such flag.
+	MaxWaitForUnmount time.Duration
+}
+
+// DefaultTimings are the clocks the tests and `make cluster` use.
+var DefaultTimings = Timings{
+	NodeLeaseDuration:      10 * time.Second,
+	NodeMonitorGracePeriod: 15 * time.Second,
+	NodeMonitorPeriod:      time.Second,
+	TolerationSeconds:      5,
+	MaxWaitForUnmount:      30 * time.Second,
+}
+
+// StockMaxWaitForUnmount is the stock attach/detach controller's wait before it detaches a
+// volume its node still reports in use from a node that is not healthy
+// (attachdetach.DefaultTimerConfig.ReconcilerMaxWaitForUnmountDuration, no flag).
+const StockMaxWaitForUnmount = 6 * time.Minute
+
+// ForceDetachAfter returns how long the mode's attach/detach controller waits before it
+// force-detaches a volume still in use on a node that is not Ready.
+func (t Timings) ForceDetachAfter(m Mode) time.Duration {
+	if m == Stock {
+		return StockMaxWaitForUnmount
+	}
+	return t.MaxWaitForUnmount
+}
+
+// Options describe one cluster.
+type Options struct {
+	// Mode is the attach/detach controller's mode (required).
+	Mode Mode
+	// Assets are the cluster's binaries (FindAssets).
+	Assets Assets
+	// ADCBinary is the adc binary, for the standalone mode (framework.BuildADC builds one).
+	ADCBinary string
+	// Nodes are the node names, each a hollow kubelet.
+	Nodes []string
+	// NodeLabels are, per node, the labels its kubelet registers with (e.g. a zone).
+	NodeLabels map[string]map[string]string
+	// Drivers are the CSI drivers (default: harness.DefaultDriver).
+	Drivers []harness.DriverOptions
+	// Timings default to DefaultTimings.
+	Timings *Timings
+	// KubeAPIQPS, when positive, is kube-controller-manager's and kube-scheduler's client
+	// QPS (burst twice that) instead of their defaults (20/30 and 50/100), for benchmarks.
+	KubeAPIQPS int
+	// KubeletStatusFrequency is the kubelets' node status period (default 1 s).
+	KubeletStatusFrequency time.Duration
+	// Log receives the harness's progress lines; nil discards them.
+	Log io.Writer
+}
+
+// HarnessOptions returns the end-to-end harness's options for o: the mode's
+// kube-controller-manager, kube-scheduler, the shortened clocks, and adc as a process in the
+// standalone mode.
+func (o Options) HarnessOptions() (harness.Options, error) {
+	t := DefaultTimings
+	if o.Timings != nil {
+		t = *o.Timings
+	}
+	if _, err := ParseMode(string(o.Mode)); err != nil {
+		return harness.Options{}, err
+	}
+	kcmArgs := []string{
+		"--node-monitor-grace-period", t.NodeMonitorGracePeriod.String(),
+		"--node-monitor-period", t.NodeMonitorPeriod.String(),
+	}
+	if o.Mode == KCMADC {
+		kcmArgs = append(kcmArgs, "--adc-max-wait-for-unmount", t.MaxWaitForUnmount.String())
+	}
+	var schedArgs []string
+	if o.KubeAPIQPS > 0 {
+		qps, burst := strconv.Itoa(o.KubeAPIQPS), strconv.Itoa(2*o.KubeAPIQPS)
+		kcmArgs = append(kcmArgs, "--kube-api-qps", qps, "--kube-api-burst", burst)
+		schedArgs = append(schedArgs, "--kube-api-qps", qps, "--kube-api-burst", burst)
+	}
+	tolerations := strconv.Itoa(t.TolerationSeconds)
+	h := harness.Options{
+		Nodes:                     o.Nodes,
+		NodeLabels:                o.NodeLabels,
+		Drivers:                   o.Drivers,
+		NodeStatusUpdateFrequency: o.KubeletStatusFrequency,
+		NodeLeaseDuration:         t.NodeLeaseDuration,
+		APIServerFlags: map[string]string{
+			// envtest disables the ServiceAccount admission plugin (nothing would create the
+			// default ServiceAccount); here kube-controller-manager does, so pods get their
+			// token volume as in any cluster.
+			"disable-admission-plugins":              "",
+			"default-not-ready-toleration-seconds":   tolerations,
+			"default-unreachable-toleration-seconds": tolerations,
+		},
+		Cluster: &harness.ClusterOptions{
+			ControllerManager:     o.Assets.ControllerManager(o.Mode),
+			Controllers:           o.Mode.Controllers(),
+			ControllerManagerArgs: kcmArgs,
+			Scheduler:             o.Assets.Scheduler,
+			SchedulerArgs:         schedArgs,
+		},
+		Log: o.Log,
+	}
+	if o.Mode == Standalone {
+		if o.ADCBinary == "" {
+			return h, fmt.Errorf("cluster: the standalone mode needs Options.ADCBinary")
+		}
+		h.ADCBinary = o.ADCBinary
+		h.ADCArgs = []string{"--max-wait-for-unmount", t.MaxWaitForUnmount.String()}
+		h.ShippedRBAC = true
+	} else {
+		h.NoADC = true
+	}
+	return h, nil
+}
+
+// Start starts a cluster of o's mode and waits until every node is registered and
+// schedulable (the node lifecycle controller took the kubelet's not-ready taint off).
+func Start(ctx context.Context, o Options) (*harness.Stack, error) {
+	h, err := o.HarnessOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := harness.Start(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("cluster (%s): %w", o.Mode, err)
+	}
+	if err := WaitNodesSchedulable(ctx, s.Client, s.Nodes(), time.Minute); err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("cluster (%s): %w", o.Mode, err)
+	}
+	return s, nil
+}
