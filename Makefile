@@ -124,7 +124,7 @@ cluster-assets: envtest-assets
 MODE ?= kcm-adc
 NODES ?= 3
 cluster: envtest-assets e2e-assets cluster-assets kcm-adc build
-	$(GO) run ./test/e2e/cluster/up --mode $(MODE) --nodes $(NODES) --adc bin/adc --kubeconfig bin/cluster/kubeconfig
+	$(GO) run ./test/e2e/cluster/up --mode $(MODE) --nodes $(NODES) --adc bin/adc --kubeconfig-out bin/cluster/kubeconfig
 
 # The real parts of the end-to-end suite, into bin/e2e (see hack/build-e2e.sh). After
 # envtest-assets: the hollow kubelet and the mock driver reuse kube-apiserver's build cache.

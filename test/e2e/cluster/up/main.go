@@ -42,7 +42,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 3, "Number of nodes (hollow kubelets), in zones zone-a and zone-b alternately.")
 	flag.IntVar(&o.pvs, "pvs", 20, "Number of 1Gi ReadWriteOnce PersistentVolumes of the mock driver in the default StorageClass \"mock\".")
 	flag.StringVar(&o.adc, "adc", "bin/adc", "The adc binary, for the standalone mode (make build).")
-	flag.StringVar(&o.kubeconfigOut, "kubeconfig", "bin/cluster/kubeconfig", "Where to write the admin kubeconfig (removed on exit).")
+	flag.StringVar(&o.kubeconfigOut, "kubeconfig-out", "bin/cluster/kubeconfig", "Where to write the admin kubeconfig (removed on exit).")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "cluster: unexpected arguments %q\n", flag.Args())
