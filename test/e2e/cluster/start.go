@@ -39,6 +39,16 @@ var DefaultTimings = Timings{
 	MaxWaitForUnmount:      30 * time.Second,
 }
 
+// UpstreamTimings are the components' own defaults, for measures users compare with their
+// clusters (make bench-cluster).
+var UpstreamTimings = Timings{
+	NodeLeaseDuration:      40 * time.Second,
+	NodeMonitorGracePeriod: 50 * time.Second,
+	NodeMonitorPeriod:      5 * time.Second,
+	TolerationSeconds:      300,
+	MaxWaitForUnmount:      6 * time.Minute,
+}
+
 // StockMaxWaitForUnmount is the stock attach/detach controller's wait before it detaches a
 // volume its node still reports in use from a node that is not healthy
 // (attachdetach.DefaultTimerConfig.ReconcilerMaxWaitForUnmountDuration, no flag).
