@@ -105,7 +105,9 @@ func run(ctx context.Context, o config, out io.Writer) (err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.res, r.err = workload(ctx, r.stack, r.rec, o)
+			r.res, r.err = workload(ctx, r.stack, r.rec, o, func(format string, args ...any) {
+				fmt.Fprintf(out, "%s %s: "+format+"\n", append([]any{time.Now().Format("15:04:05"), r.mode}, args...)...)
+			})
 			r.res.controllerCPU = controllerCPU(r.stack) - r.cpu0
 		}()
 	}

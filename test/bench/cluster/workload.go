@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,7 +35,7 @@ type result struct {
 // workload seeds the PVs and claims (bound by the PV controller), creates the pods at the
 // rate, waits until they run, deletes them at the same rate and waits until every volume is
 // detached.
-func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o config) (result, error) {
+func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o config, logf func(string, ...any)) (result, error) {
 	var res result
 	client := s.Client
 	if err := cluster.CreateNamespace(ctx, client, namespace); err != nil {
@@ -43,8 +44,10 @@ func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o co
 	if err := cluster.CreateStorageClass(ctx, client, namespace); err != nil {
 		return res, err
 	}
+	handles := map[string]string{} // PV -> volume handle
 	for i := range o.pods {
 		pv := cluster.PV{Name: fmt.Sprintf("bench-pv-%d", i), Class: namespace, Driver: harness.DefaultDriver, Handle: handle(i)}
+		handles[pv.Name] = pv.Handle
 		if _, err := cluster.CreatePV(ctx, client, pv); err != nil {
 			return res, err
 		}
@@ -56,6 +59,7 @@ func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o co
 	if err := waitCount(ctx, rec, "claims bound", o.pods, o.timeout, bound); err != nil {
 		return res, err
 	}
+	logf("%d claims bound by the PV controller; creating the pods", o.pods)
 
 	created := map[string]bool{}
 	tick := time.NewTicker(time.Duration(float64(time.Second) / o.rate))
@@ -91,12 +95,17 @@ func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o co
 	if runErr != nil {
 		return res, runErr
 	}
+	logf("%d pods Running; deleting them", res.running)
 
-	// The node of each pod, from the scheduler's binding, names its VolumeAttachment.
+	// The PV the PV controller bound to each claim, and the node the scheduler put each pod
+	// on, name the pod's VolumeAttachment.
+	handleOf := map[string]string{} // claim -> volume handle
+	for _, e := range rec.Events(bound) {
+		handleOf[e.Name] = handles[e.Detail]
+	}
 	vaOf := map[string]string{}
 	for _, e := range rec.Events(ours(cluster.PodScheduled)) {
-		i := ordinal(e.Name)
-		vaOf[e.Name] = harness.VAName(handle(i), harness.DefaultDriver, e.Node)
+		vaOf[e.Name] = harness.VAName(handleOf[claim(ordinal(e.Name))], harness.DefaultDriver, e.Node)
 	}
 	deleted := map[string]time.Time{}
 	var firstDelete time.Time
@@ -122,7 +131,11 @@ func workload(ctx context.Context, s *harness.Stack, rec *cluster.Recorder, o co
 		}
 	}
 	res.allDetached = last.Sub(firstDelete)
-	return res, detachErr
+	logf("%d volumes detached", res.detached)
+	if detachErr != nil {
+		return res, fmt.Errorf("%w; still there: %s", detachErr, remaining(ctx, client))
+	}
+	return res, nil
 }
 
 // waitCount waits until n recorded events match.
@@ -172,4 +185,20 @@ func podSpec(i int) *v1.Pod {
 			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim(i)}}}},
 		},
 	}
+}
+
+// remaining describes the pods and VolumeAttachments left, for an error.
+func remaining(ctx context.Context, client kubernetes.Interface) string {
+	var parts []string
+	if pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			parts = append(parts, fmt.Sprintf("pod %s on %s (%s, deleting %v)", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil))
+		}
+	}
+	if vas, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, va := range vas.Items {
+			parts = append(parts, fmt.Sprintf("VolumeAttachment %s of %s on %s (attached %v, deleting %v)", va.Name, *va.Spec.Source.PersistentVolumeName, va.Spec.NodeName, va.Status.Attached, va.DeletionTimestamp != nil))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
