@@ -187,23 +187,36 @@ func ClaimName(sts string, ordinal int) string {
 // node lifecycle controller removes).
 func WaitNodesSchedulable(ctx context.Context, client kubernetes.Interface, nodes []string, timeout time.Duration) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	want := map[string]bool{}
+	for _, n := range nodes {
+		want[n] = true
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = "listing nodes: " + err.Error()
+			return false, nil
+		}
 		var pending []string
-		for _, name := range nodes {
-			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				pending = append(pending, name+": "+err.Error())
+		seen := 0
+		for i := range list.Items {
+			n := &list.Items[i]
+			if !want[n.Name] {
 				continue
 			}
+			seen++
 			if !NodeReady(n) {
-				pending = append(pending, name+" not Ready")
+				pending = append(pending, n.Name+" not Ready")
 				continue
 			}
 			for _, t := range n.Spec.Taints {
 				if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
-					pending = append(pending, name+" tainted "+t.ToString())
+					pending = append(pending, n.Name+" tainted "+t.ToString())
 				}
 			}
+		}
+		if seen < len(want) {
+			pending = append(pending, fmt.Sprintf("%d of %d nodes registered", seen, len(want)))
 		}
 		last = strings.Join(pending, "; ")
 		return len(pending) == 0, nil

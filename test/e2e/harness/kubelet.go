@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -69,37 +71,125 @@ func (k *Kubelet) WaitRegistered(ctx context.Context, since time.Time, timeout t
 			last = fmt.Sprintf("node: %v", err)
 			return false, nil
 		}
-		ready := false
-		for _, c := range node.Status.Conditions {
-			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since.Truncate(time.Second)) {
-				ready = true
-			}
-		}
-		if !ready {
-			last = "node not Ready with a fresh heartbeat"
-			return false, nil
-		}
 		csiNode, err := client.StorageV1().CSINodes().Get(ctx, k.Name, metav1.GetOptions{})
 		if err != nil {
 			last = fmt.Sprintf("CSINode: %v", err)
 			return false, nil
 		}
-		have := map[string]bool{}
-		for _, d := range csiNode.Spec.Drivers {
-			have[d.Name] = true
-		}
-		for _, d := range k.stack.opts.Drivers {
-			if !have[d.Name] {
-				last = fmt.Sprintf("CSINode lists %d drivers, not yet %s", len(csiNode.Spec.Drivers), d.Name)
-				return false, nil
-			}
-		}
-		return true, nil
+		var ok bool
+		ok, last = k.stack.registered(node, csiNode, since)
+		return ok, nil
 	})
 	if err != nil {
 		return fmt.Errorf("kubelet of node %s not registered within %s (last: %s): %w\n%s", k.Name, timeout, last, err, tail(k.proc.Log(), 30))
 	}
 	return nil
+}
+
+// waitRegistered waits until every kubelet of ks is registered as WaitRegistered says, with
+// two lists per poll however many there are (a hundred kubelets' Gets every 50 ms would spend
+// any client's budget).
+func (s *Stack) waitRegistered(ctx context.Context, ks []*Kubelet, since time.Time, timeout time.Duration) error {
+	var last string
+	var pending []*Kubelet
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := s.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = fmt.Sprintf("listing nodes: %v", err)
+			return false, nil
+		}
+		csiNodes, err := s.Client.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = fmt.Sprintf("listing CSINodes: %v", err)
+			return false, nil
+		}
+		byName := map[string]*v1.Node{}
+		for i := range nodes.Items {
+			byName[nodes.Items[i].Name] = &nodes.Items[i]
+		}
+		csiByName := map[string]*storagev1.CSINode{}
+		for i := range csiNodes.Items {
+			csiByName[csiNodes.Items[i].Name] = &csiNodes.Items[i]
+		}
+		pending = pending[:0]
+		for _, k := range ks {
+			switch n, c := byName[k.Name], csiByName[k.Name]; {
+			case n == nil:
+				last = "node " + k.Name + " not registered"
+			case c == nil:
+				last = "no CSINode " + k.Name + " yet"
+			default:
+				ok, why := s.registered(n, c, since)
+				if ok {
+					continue
+				}
+				last = k.Name + ": " + why
+			}
+			pending = append(pending, k)
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		msg := fmt.Sprintf("%d of %d kubelets not registered within %s (last: %s): %v", len(pending), len(ks), timeout, last, err)
+		if len(pending) > 0 {
+			msg += "\n" + tail(pending[0].proc.Log(), 30)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// waitNodes waits until the Node of every kubelet of ks exists.
+func (s *Stack) waitNodes(ctx context.Context, ks []*Kubelet, timeout time.Duration) error {
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := s.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		have := map[string]bool{}
+		for _, n := range nodes.Items {
+			have[n.Name] = true
+		}
+		missing = missing[:0]
+		for _, k := range ks {
+			if !have[k.Name] {
+				if !k.proc.Running() {
+					return false, fmt.Errorf("kubelet of node %s exited: %v\n%s", k.Name, k.proc.ExitError(), tail(k.proc.Log(), 30))
+				}
+				missing = append(missing, k.Name)
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("nodes %v not registered within %s: %w", missing, timeout, err)
+	}
+	return nil
+}
+
+// registered says whether node is Ready with a heartbeat newer than since and csiNode lists
+// every driver of the stack, and otherwise what is missing.
+func (s *Stack) registered(node *v1.Node, csiNode *storagev1.CSINode, since time.Time) (bool, string) {
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && !c.LastHeartbeatTime.Time.Before(since.Truncate(time.Second)) {
+			ready = true
+		}
+	}
+	if !ready {
+		return false, "node not Ready with a fresh heartbeat"
+	}
+	have := map[string]bool{}
+	for _, d := range csiNode.Spec.Drivers {
+		have[d.Name] = true
+	}
+	for _, d := range s.opts.Drivers {
+		if !have[d.Name] {
+			return false, fmt.Sprintf("CSINode lists %d drivers, not yet %s", len(csiNode.Spec.Drivers), d.Name)
+		}
+	}
+	return true, ""
 }
 
 // joinPairs returns m as sorted key<sep>value pairs joined by commas.

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/migration-aware/adc/internal/auditlog"
@@ -134,7 +135,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	s.Client = s.cp.Client
+	// The stack's own client, with a budget for tests that watch and poll many objects (the
+	// control plane's client keeps client-go's default 5 QPS).
+	clientCfg := rest.CopyConfig(s.cp.Config)
+	clientCfg.QPS, clientCfg.Burst = 200, 400
+	if s.Client, err = kubernetes.NewForConfig(clientCfg); err != nil {
+		return nil, fmt.Errorf("harness: building the stack's client: %w", err)
+	}
 	s.trackControlPlane()
 	s.kubeconfig = filepath.Join(s.Dir, "kubeconfig")
 	if err := controlplane.WriteKubeconfig(s.cp.Config, s.kubeconfig); err != nil {
@@ -179,14 +186,6 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, err
 		}
 		s.drivers[o.Name] = d
-		if err := d.proc.Start(); err != nil {
-			return nil, fmt.Errorf("harness: %w", err)
-		}
-	}
-	for _, d := range s.drivers {
-		if err := waitFile(ctx, d.ControllerSocket, d.proc, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("harness: driver %s did not start: %w\n%s", d.Name, err, tail(d.proc.Log(), 20))
-		}
 	}
 
 	s.logf("control plane up after %s; starting %d kubelets", time.Since(s.started).Round(10*time.Millisecond), len(opts.Nodes)-len(opts.DeferredKubelets))
@@ -201,6 +200,23 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		started = append(started, s.kubelets[n])
 	}
+	// The drivers once the kubelets' Nodes exist, as a CSI node plugin (a DaemonSet pod) starts
+	// on a registered node: a kubelet that finds a registration socket before its Node exists
+	// fails to register the driver and retries with a backoff that grows to two minutes,
+	// which many kubelets starting at once on two cores run into.
+	if err := s.waitNodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	for _, d := range s.drivers {
+		if err := d.proc.Start(); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+	}
+	for _, d := range s.drivers {
+		if err := waitFile(ctx, d.ControllerSocket, d.proc, 30*time.Second); err != nil {
+			return nil, fmt.Errorf("harness: driver %s did not start: %w\n%s", d.Name, err, tail(d.proc.Log(), 20))
+		}
+	}
 	for _, d := range s.drivers {
 		if d.attacher != nil {
 			if err := d.attacher.Start(); err != nil {
@@ -208,10 +224,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			}
 		}
 	}
-	for _, k := range started {
-		if err := k.WaitRegistered(ctx, since, registerTimeout); err != nil {
-			return nil, fmt.Errorf("harness: %w", err)
-		}
+	// A kubelet takes under a second to register on an idle machine; a hundred starting at once
+	// on two cores take longer.
+	if err := s.waitRegistered(ctx, started, since, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 
 	s.logf("kubelets registered after %s", time.Since(s.started).Round(10*time.Millisecond))
