@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -29,6 +30,11 @@ const (
 	// mutantAnyUID (defect 9): the VolumeAttachment handler ends the create expectation of
 	// the name on any object under it, whatever its UID (an older incarnation's late event).
 	mutantAnyUID mutant = "any-uid"
+	// mutantStaleNode (the stale-Node detach fixed before the safety issue, the incident of
+	// the API server restart): the read that confirms a detach answers with the informer's
+	// copy of the Node, which may be behind the kubelet's volumesInUse, instead of reading
+	// the API server.
+	mutantStaleNode mutant = "stale-node"
 )
 
 // mutantSpec is what a mutant must break, and the world whose schedules show it first (the
@@ -43,6 +49,9 @@ var mutants = map[mutant]mutantSpec{
 	mutantReadOutsideLock: {invRedundant, "rwo"},
 	// Only the recreate world has an older object under a name the controller creates again.
 	mutantAnyUID: {invExpectation, "recreate"},
+	// The recreate world's new pod makes its kubelet report the volume in use while the
+	// controller detaches it.
+	mutantStaleNode: {invDetachInUse, "recreate"},
 }
 
 // mutantNames lists the mutants in a fixed order.
@@ -138,4 +147,21 @@ func (h *harness) mutateDelivered(n notification) {
 	if e := h.c.world.expectedVAs.get(name); e != nil && e.stored {
 		h.c.dropExpectationLocked(e)
 	}
+}
+
+// mutateNodeRead answers, for the stale-Node mutant, the controller's fresh read of a Node
+// with the copy its informer store holds.
+func (h *harness) mutateNodeRead(name string) (*v1.Node, bool) {
+	if h.cfg.mutant != mutantStaleNode {
+		return nil, false
+	}
+	obj, ok, _ := h.informers[resNodes].store.GetByKey(name)
+	if !ok {
+		return nil, false
+	}
+	n, isNode := obj.(*v1.Node)
+	if !isNode {
+		return nil, false
+	}
+	return n.DeepCopy(), true
 }
