@@ -8,6 +8,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // TestCachedVARebuildsTheTrimmedVA: the compact VolumeAttachment gives back exactly the
@@ -38,8 +40,8 @@ func TestCachedVARebuildsTheTrimmedVA(t *testing.T) {
 			if !reflect.DeepEqual(whole, fromCache) {
 				t.Errorf("node index keys differ: whole %v, cached %v", whole, fromCache)
 			}
-			if rebuilt, _ := vaOf(cached); vaSourceKey(rebuilt) != vaSourceKey(&va) {
-				t.Errorf("source key %q, want %q", vaSourceKey(rebuilt), vaSourceKey(&va))
+			if rebuilt, _ := vaOf(cached); memory.SourceKey(rebuilt) != memory.SourceKey(&va) {
+				t.Errorf("source key %q, want %q", memory.SourceKey(rebuilt), memory.SourceKey(&va))
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/multimap"
 )
 
 // claimRef names a claim by namespace and name. Its strings are the pod's own (the pod's
@@ -24,10 +26,10 @@ type claimRef struct{ namespace, name string }
 type claimUsers struct {
 	mu sync.RWMutex
 	// pods holds, per claim, the names of the pods in its namespace that use it.
-	pods multiMap[claimRef, string]
+	pods multimap.Map[claimRef, string]
 }
 
-func newClaimUsers() *claimUsers { return &claimUsers{pods: newMultiMap[claimRef, string]()} }
+func newClaimUsers() *claimUsers { return &claimUsers{pods: multimap.New[claimRef, string]()} }
 
 // update replaces what old said (nil for an added pod) with what cur says (nil for a
 // deleted pod). Pod volumes are immutable, so an update normally changes nothing here.
@@ -40,10 +42,10 @@ func (u *claimUsers) update(old, cur interface{}) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, ref := range oldClaims {
-		u.pods.remove(ref, oldName)
+		u.pods.Remove(ref, oldName)
 	}
 	for _, ref := range curClaims {
-		u.pods.add(ref, curName)
+		u.pods.Add(ref, curName)
 	}
 }
 
@@ -51,7 +53,7 @@ func (u *claimUsers) update(old, cur interface{}) {
 func (u *claimUsers) podKeys(ref claimRef) []string {
 	u.mu.RLock()
 	defer u.mu.RUnlock()
-	names := u.pods.values(ref)
+	names := u.pods.Values(ref)
 	for i, n := range names {
 		names[i] = ref.namespace + "/" + n
 	}

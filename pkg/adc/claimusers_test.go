@@ -65,11 +65,12 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 				}
 			}
 			if len(tc.want) > 0 {
-				for ref := range u.pods.one {
+				u.pods.Range(func(ref claimRef, _ []string) bool {
 					if _, ok := tc.want[ref]; !ok {
 						t.Errorf("unexpected claim %v kept", ref)
 					}
-				}
+					return true
+				})
 			}
 		})
 	}

@@ -26,6 +26,8 @@ import (
 
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // ComponentName is the Event source component and the controller's name in hosts.
@@ -72,9 +74,11 @@ type Controller struct {
 
 	flips flipTracker
 
-	mu    sync.Mutex
-	world *world
-	ops   *recent[Operation]
+	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
+	// its invariants); pending the CSI operations under way, for metrics.
+	mem     *memory.Memory
+	pending *pendingOps
+	ops     *recent[Operation]
 
 	snapMu   sync.RWMutex
 	snapshot map[string][]pairRecord
@@ -98,7 +102,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		attachments:   opts.Attachments,
 		status:        opts.NodeStatus,
 		recorder:      opts.Recorder,
-		world:         newWorld(),
+		pending:       newPendingOps(),
 		claimUsers:    newClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
 		snapshot:      map[string][]pairRecord{},
@@ -137,6 +141,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
+	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: driverInf.Informer().GetIndexer()}
 
 	handlers := []struct {

@@ -7,6 +7,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // ManagedAnnotation marks the nodes whose attach and detach the controller owns.
@@ -57,11 +59,11 @@ func identify(d *migration.Decision, pvName, node string) identity {
 	}
 	switch {
 	case pvName != "":
-		id.sourceKey = pvKeyPrefix + pvName
+		id.sourceKey = memory.PVKey(pvName)
 	case d.Driver != "" && d.VolumeHandle != "":
-		id.sourceKey = inlineKeyPrefix + d.Driver + "^" + d.VolumeHandle
+		id.sourceKey = memory.InlineKey(d.Driver, d.VolumeHandle)
 	case id.inTreeUnique != "":
-		id.sourceKey = "intree:" + id.inTreeUnique
+		id.sourceKey = memory.InTreeKey(id.inTreeUnique)
 	}
 	return id
 }

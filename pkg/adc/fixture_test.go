@@ -180,7 +180,7 @@ func (f *fixture) syncNode(name string) {
 // checkMemory fails the test if an invariant of the controller's memory broke at step.
 func (f *fixture) checkMemory(step string) {
 	f.t.Helper()
-	if err := f.c.checkMemory(); err != nil {
+	if err := f.c.mem.Check(); err != nil {
 		f.t.Errorf("after %s: %v", step, err)
 	}
 }
@@ -298,14 +298,6 @@ func attachedNames(vols []v1.AttachedVolume) []string {
 
 // eventMemoryLen and heldMemoryLen count what the controller remembers of Events sent and of
 // held pairs.
-func eventMemoryLen(c *Controller) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.world.events)
-}
+func eventMemoryLen(c *Controller) int { return c.mem.Sizes().EventNodes }
 
-func heldMemoryLen(c *Controller) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.world.held)
-}
+func heldMemoryLen(c *Controller) int { return c.mem.Sizes().HeldNodes }

@@ -102,7 +102,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if n, ok := obj.(*v1.Node); ok {
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, managed(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -110,7 +110,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
 			if ok2 {
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, managed(n))
 			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
@@ -126,7 +126,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 		DeleteFunc: func(obj interface{}) {
 			if n, ok := unwrapTombstone(obj).(*v1.Node); ok {
 				// The last state seen decides whether adc detaches what the node leaves behind.
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, managed(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -161,7 +161,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if va, ok := vaOf(obj); ok {
-				created := c.observedVA(va)
+				created := c.mem.Observed(va)
 				c.vaChanged(va)
 				if created && vaPending(va) {
 					// The reconcile that created it already counts it as attaching.
@@ -175,7 +175,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
-			c.observedVA(va)
+			c.mem.Observed(va)
 			c.vaChanged(va)
 			prev, ok := vaOf(old)
 			if !ok {
@@ -203,7 +203,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.vaDeleted(va)
-			for _, node := range c.goneVA(va) {
+			for _, node := range c.mem.Gone(va) {
 				c.enqueueNode(node)
 			}
 			c.enqueueNode(va.Spec.NodeName)

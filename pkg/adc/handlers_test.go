@@ -208,16 +208,16 @@ func TestVAHandlerAddsOfItsOwnCreates(t *testing.T) {
 			if tc.expect {
 				sent := va.DeepCopy()
 				sent.UID = ""
-				c.expectVA(sent, time.Now())
+				c.mem.ExpectCreate(sent, time.Now())
 				if tc.returned {
-					c.createdVA(va.DeepCopy())
+					c.mem.Created(va.DeepCopy())
 				}
 			}
 			c.vaHandler().OnAdd(tc.add, false)
 			if got := drain(c.nodeQueue); !reflect.DeepEqual(got, tc.wantNode) {
 				t.Errorf("node queue %v, want %v", got, tc.wantNode)
 			}
-			if pending := c.world.expectedVAs.get(va.Name) != nil; pending != tc.wantPending {
+			if _, pending := c.mem.Expectations()[va.Name]; pending != tc.wantPending {
 				t.Errorf("expectation pending after the add: %v, want %v", pending, tc.wantPending)
 			}
 		})

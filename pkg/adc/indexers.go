@@ -45,21 +45,3 @@ func vaNodeName(obj interface{}) ([]string, error) {
 	}
 	return nil, nil
 }
-
-// vaSourceKey names the volume a VolumeAttachment attaches, independent of the node:
-// pv:<name> for PersistentVolumes, inline:<driver>^<handle> for migrated inline volumes.
-func vaSourceKey(va *storagev1.VolumeAttachment) string {
-	switch src := va.Spec.Source; {
-	case src.PersistentVolumeName != nil:
-		return pvKeyPrefix + *src.PersistentVolumeName
-	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
-		return inlineKeyPrefix + va.Spec.Attacher + "^" + src.InlineVolumeSpec.CSI.VolumeHandle
-	}
-	return ""
-}
-
-// The prefixes of volume source keys.
-const (
-	pvKeyPrefix     = "pv:"
-	inlineKeyPrefix = "inline:"
-)

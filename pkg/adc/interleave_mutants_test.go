@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -77,15 +79,21 @@ func (h *harness) mutateChecker() {
 	if h.cfg.mutant != mutantSeenNoSources {
 		return
 	}
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	for name, e := range h.c.world.expectedVAs.byName {
+	exps := memoryExpectations(h.c)
+	names := make([]string, 0, len(exps))
+	for name := range exps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := exps[name]
 		if !e.stored {
 			continue
 		}
 		if obj, ok, _ := h.vas.Indexer.GetByKey(name); ok {
-			if va, isVA := vaOf(obj); isVA && va.UID == e.va.UID && !memoryKnowsVALocked(h.c, va) {
-				h.c.dropExpectationLocked(e)
+			if va, isVA := vaOf(obj); isVA && va.UID == e.uid && !memoryKnowsVA(h.c, va) {
+				// Ended as if gone: the expectation and its reservation, nothing in the sources.
+				h.c.mem.Gone(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}})
 			}
 		}
 	}
@@ -142,10 +150,9 @@ func (h *harness) mutateDelivered(n notification) {
 	if name == "" {
 		return
 	}
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	if e := h.c.world.expectedVAs.get(name); e != nil && e.stored {
-		h.c.dropExpectationLocked(e)
+	if e, ok := memoryExpectations(h.c)[name]; ok && e.stored {
+		// Ended by a tombstone-like delete that names no UID: whatever object is expected.
+		h.c.mem.Gone(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 }
 

@@ -1,6 +1,8 @@
 package adc
 
 import (
+	"sort"
+	"sync"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -63,9 +65,73 @@ const recentOperationsSize = 200
 // RecentOperations returns the last finished attach and detach operations, newest first.
 func (c *Controller) RecentOperations() []Operation { return c.ops.list() }
 
-// pendingOp is an operation under way, waiting for the informer to show its end.
-type pendingOp struct {
-	op Operation
+// pendingOps are the CSI operations under way, by VolumeAttachment name, that the
+// VolumeAttachment informer ends: a record for the recent-operations list and the metrics,
+// not part of the controller's decisions, so it keeps its own lock apart from memory.
+type pendingOps struct {
+	mu        sync.Mutex
+	attaching map[string]Operation
+	detaching map[string]Operation
+}
+
+func newPendingOps() *pendingOps {
+	return &pendingOps{attaching: map[string]Operation{}, detaching: map[string]Operation{}}
+}
+
+// start records op as under way; a detach takes the labels of the attach it follows.
+func (p *pendingOps) start(name string, op Operation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if op.Kind == OperationAttach {
+		p.attaching[name] = op
+		return
+	}
+	if prev, ok := p.attaching[name]; ok {
+		op.Plugin, op.Migrated, op.Volume = prev.Plugin, prev.Migrated, prev.Volume
+	}
+	p.detaching[name] = op
+}
+
+// abort forgets the operations of a VolumeAttachment whose request failed or that is gone.
+func (p *pendingOps) abort(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.attaching, name)
+	delete(p.detaching, name)
+}
+
+// attachEnded returns and forgets the attach of name, if one is under way.
+func (p *pendingOps) attachEnded(name string) (Operation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	op, ok := p.attaching[name]
+	delete(p.attaching, name)
+	return op, ok
+}
+
+// detachEnded returns and forgets the detach of name (and any attach), if under way.
+func (p *pendingOps) detachEnded(name string) (Operation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	op, ok := p.detaching[name]
+	delete(p.detaching, name)
+	delete(p.attaching, name)
+	return op, ok
+}
+
+// names lists the operations under way, as attach:<name> and detach:<name>, for tests.
+func (p *pendingOps) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for n := range p.attaching {
+		out = append(out, "attach:"+n)
+	}
+	for n := range p.detaching {
+		out = append(out, "detach:"+n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (c *Controller) completed(op Operation) {
@@ -94,16 +160,7 @@ func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment,
 		// with its in-tree plugin, as upstream does, also when adc did not see its attach.
 		op.Plugin, op.Migrated = plugin, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if kind == OperationAttach {
-		c.world.attaching[va.Name] = &pendingOp{op: op}
-	} else {
-		if prev := c.world.attaching[va.Name]; prev != nil {
-			op.Plugin, op.Migrated, op.Volume = prev.op.Plugin, prev.op.Migrated, prev.op.Volume
-		}
-		c.world.detachingOps[va.Name] = &pendingOp{op: op}
-	}
+	c.pending.start(va.Name, op)
 }
 
 // migratedPluginOf returns the in-tree plugin a VolumeAttachment's volume was migrated from.
@@ -119,12 +176,7 @@ func (c *Controller) migratedPluginOf(va *storagev1.VolumeAttachment) (string, b
 }
 
 // abortOp forgets an operation whose request failed before it started.
-func (c *Controller) abortOp(vaName string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.attaching, vaName)
-	delete(c.world.detachingOps, vaName)
-}
+func (c *Controller) abortOp(vaName string) { c.pending.abort(vaName) }
 
 // completedInTree records a synchronous in-tree attach or detach.
 func (c *Controller) completedInTree(kind OperationKind, node string, vol InTreeVolume, start time.Time, err error) {
@@ -141,16 +193,14 @@ func CSIPluginLabel(driver string) string { return "kubernetes.io/csi:" + driver
 
 // vaChanged ends an attach when the informer shows the VolumeAttachment attached or failed.
 func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	p := c.world.attaching[va.Name]
-	if p == nil || (!va.Status.Attached && va.Status.AttachError == nil) {
-		c.mu.Unlock()
+	if !va.Status.Attached && va.Status.AttachError == nil {
 		return
 	}
-	delete(c.world.attaching, va.Name)
-	c.mu.Unlock()
-	op := p.op
+	now := c.opts.Clock.Now()
+	op, ok := c.pending.attachEnded(va.Name)
+	if !ok {
+		return
+	}
 	op.Duration = now.Sub(op.Started)
 	if !va.Status.Attached {
 		op.Err = va.Status.AttachError.Message
@@ -161,15 +211,10 @@ func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
 // vaDeleted ends a detach when the VolumeAttachment is gone.
 func (c *Controller) vaDeleted(va *storagev1.VolumeAttachment) {
 	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	p := c.world.detachingOps[va.Name]
-	delete(c.world.detachingOps, va.Name)
-	delete(c.world.attaching, va.Name)
-	c.mu.Unlock()
-	if p == nil {
+	op, ok := c.pending.detachEnded(va.Name)
+	if !ok {
 		return
 	}
-	op := p.op
 	op.Duration = now.Sub(op.Started)
 	c.completed(op)
 }

@@ -68,10 +68,11 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s from the informer cache: %w", name, err)
 	}
-	c.noteManaged(name, managed(node))
+	c.mem.NoteManaged(name, managed(node))
 	if !managed(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
-		c.forgetNode(name)
+		c.flips.forget(name)
+		c.mem.ForgetNode(name)
 		c.setSnapshot(name, nil, now)
 		return 0, nil
 	}
@@ -79,8 +80,12 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	verifyIn := c.verifyInTree(ctx, name, now)
 	pairs := c.desiredPairs(node)
-	atts := c.actualAttachments(node, now)
-	c.pruneDetaching(name, atts)
+	atts := c.actualAttachments(node)
+	present := make(map[string]bool, len(atts))
+	for _, a := range atts {
+		present[a.uniqueName] = true
+	}
+	c.mem.PruneDetaching(name, present)
 	idx := indexAttachments(atts)
 	toCreate := 0
 	for _, p := range pairs {
@@ -90,8 +95,8 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 			toCreate++
 		}
 	}
-	c.setCreating(name, toCreate)
-	defer c.setCreating(name, 0)
+	c.mem.SetCreating(name, toCreate)
+	defer c.mem.SetCreating(name, 0)
 
 	r := &nodeRun{
 		c: c, node: node, now: now,
@@ -117,7 +122,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	for _, j := range r.detaches {
 		r.detach(ctx, j.a, j.forced)
 	}
-	c.forgetNodeMemory(name, r.held, r.events)
+	c.mem.ForgetUnrenewed(name, r.held, r.events)
 	states := make([]PairState, len(r.states))
 	for i, st := range r.states {
 		states[i] = *st
@@ -126,16 +131,6 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	c.statusQueue.Add(name)
 	logger.V(4).Info("Reconciled node", "pairs", len(pairs), "attachments", len(atts), "retryAfter", r.retryAfter)
 	return r.retryAfter, errors.Join(r.errs...)
-}
-
-func (c *Controller) setCreating(node string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n == 0 {
-		delete(c.world.creating, node)
-	} else {
-		c.world.creating[node] = n
-	}
 }
 
 func (r *nodeRun) pairState(p *pair) *PairState {
@@ -185,7 +180,7 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 // to the node, whatever mechanism made the attachment. A mechanism flip never detaches: the
 // new mechanism applies to the next attach.
 func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
-	r.c.cancelDetach(r.node.Name, a.uniqueName)
+	r.c.mem.CancelDetach(r.node.Name, a.uniqueName)
 	st.UniqueName = a.uniqueName
 	if a.va != nil {
 		st.VolumeAttachment = a.va.Name
@@ -214,9 +209,9 @@ func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
 // hold keeps a pair in wait or error: nothing is attached, nothing of it detached; it is
 // retried with exponential backoff and re-decided at once when its node or driver changes.
 func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix string) {
-	key := pairKey{node: r.node.Name, pod: p.podKey, volume: p.volume}
+	key := pairKey{Node: r.node.Name, Pod: p.podKey, Volume: p.volume}
 	r.held[key] = true
-	retries, next := r.c.hold(key, st.Reason, r.now)
+	retries, next := r.c.mem.Hold(key, st.Reason, r.now)
 	st.Retries, st.NextRetry = retries, next
 	if st.Phase == "" || st.Phase == PhaseAttached || st.Phase == PhaseAttaching {
 		st.Phase = PhaseHeld
@@ -243,7 +238,7 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
-	r.c.expectVA(va, r.now)
+	r.c.mem.ExpectCreate(va, r.now)
 	r.started[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
 	r.creates = append(r.creates, createJob{pair: p, state: st, va: va})
@@ -264,7 +259,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	start := r.c.opts.Clock.Now()
 	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
 	r.c.completedInTree(OperationAttach, r.node.Name, vol, start, err)
-	r.c.release(p.ids.sourceKey, r.node.Name)
+	r.c.mem.Release(p.ids.sourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
@@ -273,7 +268,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.c.recordInTree(r.node.Name, vol, devicePath)
+	r.c.mem.RecordInTree(r.node.Name, vol, devicePath)
 	r.started[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
 	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
@@ -287,7 +282,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
-	other := r.c.reserveVolume(p, r.node.Name)
+	other := r.c.mem.Reserve(r.node.Name, p.ids.sourceKey, p.ids.inTreeUnique)
 	if other == "" {
 		return true
 	}

@@ -162,7 +162,7 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 		if err := s.vas.store.Update(cached); err != nil {
 			tb.Fatal(err)
 		}
-		s.c.observedVA(attached)
+		s.c.mem.Observed(attached)
 		s.c.vaChanged(attached)
 	}
 	for _, n := range s.nodes {

@@ -1,8 +1,7 @@
-package adc
+package memory
 
 import (
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -21,7 +20,7 @@ func TestVASources(t *testing.T) {
 	a, b := newTestVA("csi-a", "n1", "pv1"), newTestVA("csi-b", "n2", "pv1")
 	s.add(a)
 	s.add(a)
-	if got := len(s.m.values(volumeKey{pv: "pv1"})); got != 1 {
+	if got := len(s.m.Values(volumeKey{pv: "pv1"})); got != 1 {
 		t.Fatalf("adding twice kept %d entries, want 1", got)
 	}
 	if got := s.nodeOtherThan("pv:pv1", "n2"); got != "n1" {
@@ -37,46 +36,21 @@ func TestVASources(t *testing.T) {
 	}
 	s.remove(b)
 	s.remove(b)
-	if s.m.len() != 0 {
-		t.Errorf("removing every attachment left %v", s.m.one)
+	if s.m.Len() != 0 {
+		t.Errorf("removing every attachment left %d keys", s.m.Len())
 	}
 	s.add(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "no-source"}})
-	if s.m.len() != 0 {
-		t.Errorf("a VolumeAttachment without a source was recorded: %v", s.m.one)
+	if s.m.Len() != 0 {
+		t.Errorf("a VolumeAttachment without a source was recorded: %d keys", s.m.Len())
 	}
 	inline := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-i"}, Spec: storagev1.VolumeAttachmentSpec{
 		Attacher: "d", NodeName: "n1", Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}}}
 	s.add(inline)
-	if got := s.nodeOtherThan(vaSourceKey(inline), "n2"); got != "n1" {
+	if got := s.nodeOtherThan(SourceKey(inline), "n2"); got != "n1" {
 		t.Errorf("inline volume: nodeOtherThan(n2) = %q, want n1", got)
 	}
 	if got := s.nodeOtherThan("intree:kubernetes.io/gce-pd/d", "n2"); got != "" {
 		t.Errorf("an in-tree key found %q", got)
 	}
-}
-
-// TestMultiAttachSeesAdcsCreateThroughout: a ReadWriteOnce volume adc is attaching to one node
-// is never free for another, from the create until the VolumeAttachment is deleted: first the
-// create expectation holds it, then, in the same step, the informer's copy.
-func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
-	c := newHandlerController(t)
-	p := &pair{ids: identity{sourceKey: "pv:pv1"}}
-	va := newTestVA("csi-a", "n1", "pv1")
-	if other := c.reserveVolume(p, "n1"); other != "" {
-		t.Fatalf("a free volume is held by %q", other)
-	}
-	c.expectVA(va, time.Now())
-	c.createdVA(va)
-	check := func(step, want string) {
-		t.Helper()
-		if other := c.reserveVolume(p, "n2"); other != want {
-			t.Errorf("%s: reserving for n2 found %q, want %q", step, other, want)
-		}
-	}
-	check("created, not shown yet", "n1")
-	c.vaHandler().OnAdd(va, false)
-	check("shown by the informer", "n1")
-	c.vaHandler().OnDelete(va)
-	check("deleted", "")
 }

@@ -1,4 +1,4 @@
-package adc
+package multimap
 
 import (
 	"reflect"
@@ -26,19 +26,19 @@ func TestMultiMap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newMultiMap[string, string]()
+			m := New[string, string]()
 			for _, o := range tc.ops {
 				if o.add {
-					m.add(o.k, o.v)
+					m.Add(o.k, o.v)
 				} else {
-					m.remove(o.k, o.v)
+					m.Remove(o.k, o.v)
 				}
 			}
-			if m.len() != len(tc.want) {
-				t.Errorf("%d keys, want %d", m.len(), len(tc.want))
+			if m.Len() != len(tc.want) {
+				t.Errorf("%d keys, want %d", m.Len(), len(tc.want))
 			}
 			for k, want := range tc.want {
-				if got := m.values(k); !reflect.DeepEqual(got, want) {
+				if got := m.Values(k); !reflect.DeepEqual(got, want) {
 					t.Errorf("values(%s) = %v, want %v", k, got, want)
 				}
 			}

@@ -1,20 +1,20 @@
-package adc
+package multimap
 
-// multiMap maps a key to a set of values, made for the common case of one value per key (a
+// Map maps a key to a set of values, made for the common case of one value per key (a
 // claim used by one pod, a volume attached to one node): the first value of each key is kept
 // in one map, the others, rare, in a second. A map to slices would cost a one-element slice per
-// key. Callers lock.
-type multiMap[K, V comparable] struct {
+// key. Callers lock; the zero value is not usable (New).
+type Map[K, V comparable] struct {
 	one  map[K]V
 	more map[K][]V
 }
 
-func newMultiMap[K, V comparable]() multiMap[K, V] {
-	return multiMap[K, V]{one: map[K]V{}, more: map[K][]V{}}
+func New[K, V comparable]() Map[K, V] {
+	return Map[K, V]{one: map[K]V{}, more: map[K][]V{}}
 }
 
-// add records v under k; nothing when it is there already.
-func (m multiMap[K, V]) add(k K, v V) {
+// Add records v under k; nothing when it is there already.
+func (m Map[K, V]) Add(k K, v V) {
 	first, ok := m.one[k]
 	switch {
 	case !ok:
@@ -30,8 +30,8 @@ func (m multiMap[K, V]) add(k K, v V) {
 	}
 }
 
-// remove forgets v under k.
-func (m multiMap[K, V]) remove(k K, v V) {
+// Remove forgets v under k.
+func (m Map[K, V]) Remove(k K, v V) {
 	first, ok := m.one[k]
 	if !ok {
 		return
@@ -61,8 +61,8 @@ func (m multiMap[K, V]) remove(k K, v V) {
 	}
 }
 
-// values returns the values of k, first added first (the slice is the caller's).
-func (m multiMap[K, V]) values(k K) []V {
+// Values returns the values of k, first added first (the slice is the caller's).
+func (m Map[K, V]) Values(k K) []V {
 	first, ok := m.one[k]
 	if !ok {
 		return nil
@@ -70,5 +70,14 @@ func (m multiMap[K, V]) values(k K) []V {
 	return append([]V{first}, m.more[k]...)
 }
 
-// len is the number of keys.
-func (m multiMap[K, V]) len() int { return len(m.one) }
+// Len is the number of keys.
+func (m Map[K, V]) Len() int { return len(m.one) }
+
+// Range calls f with each key and its values, in no order, until f returns false.
+func (m Map[K, V]) Range(f func(k K, values []V) bool) {
+	for k := range m.one {
+		if !f(k, m.Values(k)) {
+			return
+		}
+	}
+}
