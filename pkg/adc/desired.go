@@ -43,20 +43,8 @@ type identity struct {
 }
 
 func identify(d *migration.Decision, pvName, node string) identity {
-	var id identity
-	if d.Driver != "" && d.VolumeHandle != "" {
-		id.vaName = d.VolumeAttachmentName
-		if id.vaName == "" {
-			id.vaName = migration.VolumeAttachmentName(d.VolumeHandle, d.Driver, node)
-		}
-		id.csiUnique = migration.CSIUniqueName(d.Driver, d.VolumeHandle)
-	}
-	switch {
-	case d.Mechanism == migration.MechanismInTree:
-		id.inTreeUnique = d.UniqueName
-	case d.InTreeUniqueName != "":
-		id.inTreeUnique = d.InTreeUniqueName
-	}
+	names := migration.NamesOf(d, node)
+	id := identity{vaName: names.VolumeAttachment, csiUnique: names.CSIUnique, inTreeUnique: names.InTreeUnique}
 	switch {
 	case pvName != "":
 		id.sourceKey = memory.PVKey(pvName)
@@ -75,14 +63,6 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 		return nil
 	}
 	nodeObjs := c.nodeObjects(node)
-	in := migration.Input{
-		NodeName:    node.Name,
-		Node:        node,
-		CSINode:     nodeObjs.CSINode,
-		CSINodeInfo: nodeObjs.CSINodeInfo,
-		CSIDrivers:  c.lookups,
-	}
-	cfg := &c.opts.Migration
 	var pairs []*pair
 	for _, obj := range objs {
 		if p, ok := placementOf(obj); !ok || !p.active() {
@@ -92,16 +72,9 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 		if !ok {
 			continue
 		}
-		namespace := meta.GetNamespace()
-		podKey := namespace + "/" + meta.GetName()
-		for _, pv := range migration.VolumesOf(meta, volumes, c.lookups) {
-			p := &pair{podObj: obj, podKey: podKey, volume: pv.Name, pvName: pv.PVName, pv: pv.PV, inline: pv.Inline}
-			if pv.Pending != nil {
-				p.d = *pv.Pending
-			} else {
-				in.PV, in.InlineVolume, in.PodNamespace = pv.PV, pv.Inline, namespace
-				p.d = migration.Decide(cfg, &in)
-			}
+		podKey := meta.GetNamespace() + "/" + meta.GetName()
+		for _, dv := range migration.DecidePod(&c.opts.Migration, meta, volumes, nodeObjs, c.lookups) {
+			p := &pair{podObj: obj, podKey: podKey, volume: dv.Name, pvName: dv.PVName, pv: dv.PV, inline: dv.Inline, d: dv.Decision}
 			p.ids = identify(&p.d, p.pvName, node.Name)
 			pairs = append(pairs, p)
 		}

@@ -182,3 +182,29 @@ func DecidePodVolume(cfg *Config, pv PodVolume, podNamespace string, node NodeOb
 		CSIDrivers:   drivers,
 	})
 }
+
+// Lookup is what deciding a pod's volumes reads besides the pod and its node: claims,
+// volumes and CSI drivers. The controller's informer lookups and an ObjectIndex implement it.
+type Lookup interface {
+	ClaimLookup
+	DriverLookup
+}
+
+// DecidedVolume is one volume of a pod and what to do with it on the pod's node.
+type DecidedVolume struct {
+	PodVolume
+	Decision Decision
+}
+
+// DecidePod decides every volume of a pod on its node: VolumesOf, then DecidePodVolume for
+// each. It is the one decision path the controller, `adc plan` and `adc status` share, so
+// all three explain a volume the same way. The caller checks that the pod is active;
+// the pod is given by its metadata and spec.volumes (a compact cache need not rebuild it).
+func DecidePod(cfg *Config, pod metav1.Object, volumes []v1.Volume, node NodeObjects, lookup Lookup) []DecidedVolume {
+	vols := VolumesOf(pod, volumes, lookup)
+	out := make([]DecidedVolume, len(vols))
+	for i, pv := range vols {
+		out[i] = DecidedVolume{PodVolume: pv, Decision: DecidePodVolume(cfg, pv, pod.GetNamespace(), node, lookup)}
+	}
+	return out
+}

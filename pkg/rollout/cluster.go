@@ -70,8 +70,8 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 		}
 		node := idx.NodeObjects(pod.Spec.NodeName)
 		podKey := pod.Namespace + "/" + pod.Name
-		for _, pv := range migration.PodVolumes(pod, idx) {
-			d := migration.DecidePodVolume(&cfg, pv, pod.Namespace, node, idx)
+		for _, dv := range migration.DecidePod(&cfg, &pod.ObjectMeta, pod.Spec.Volumes, node, idx) {
+			pv, d := dv.PodVolume, dv.Decision
 			r.VolumesByMechanism[d.Mechanism]++
 			facts = append(facts, pairFacts{node: node.Name, pod: podKey, volume: pv.Name, pv: pv.PVName, plugin: d.Plugin, mechanism: d.Mechanism})
 			if d.Mechanism == migration.MechanismWait || d.Mechanism == migration.MechanismError {
