@@ -4,9 +4,9 @@ import (
 	"slices"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/multimap"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // claimRef names a claim by namespace and name. Its strings are the pod's own (the pod's
@@ -64,36 +64,13 @@ func (u *claimUsers) podKeys(ref claimRef) []string {
 // volumes and the claims of its generic ephemeral volumes, named <pod>-<volume>), from
 // either pod form; nothing for anything else.
 func podClaimRefs(obj interface{}) (string, []claimRef) {
-	var refs []claimRef
-	switch pod := obj.(type) {
-	case *v1.Pod:
-		if pod == nil {
-			return "", nil
-		}
-		for i := range pod.Spec.Volumes {
-			vol := &pod.Spec.Volumes[i]
-			switch {
-			case vol.PersistentVolumeClaim != nil:
-				refs = append(refs, claimRef{pod.Namespace, vol.PersistentVolumeClaim.ClaimName})
-			case vol.Ephemeral != nil:
-				refs = append(refs, claimRef{pod.Namespace, pod.Name + "-" + vol.Name})
-			}
-		}
-		return pod.Name, refs
-	case *cachedPod:
-		if pod == nil {
-			return "", nil
-		}
-		for i := range pod.volumes {
-			vol := &pod.volumes[i]
-			switch {
-			case vol.kind == volumeClaim:
-				refs = append(refs, claimRef{pod.namespace, vol.claim})
-			case vol.source != nil && vol.source.Ephemeral != nil:
-				refs = append(refs, claimRef{pod.namespace, pod.name + "-" + vol.name})
-			}
-		}
-		return pod.name, refs
+	namespace, name, claims, ok := cached.PodClaims(obj)
+	if !ok {
+		return "", nil
 	}
-	return "", nil
+	refs := make([]claimRef, len(claims))
+	for i, claim := range claims {
+		refs[i] = claimRef{namespace, claim}
+	}
+	return name, refs
 }

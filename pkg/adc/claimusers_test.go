@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 func TestClaimUsersFollowPodEvents(t *testing.T) {
@@ -44,7 +46,7 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 			events: []event{{nil, pod("a", "c1")}, {pod("a", "c1"), pod("a", "c1")}},
 			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}}},
 		{name: "a cached pod indexes as the pod it came from",
-			events: []event{{nil, compactPod(pod("a", "c1"))}, {compactPod(pod("a", "c1")), pod("a", "c1")}},
+			events: []event{{nil, mustTransform(t, pod("a", "c1"))}, {mustTransform(t, pod("a", "c1")), pod("a", "c1")}},
 			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}}},
 		{name: "the same add twice is one user",
 			events: []event{{nil, pod("a", "c1")}, {nil, pod("a", "c1")}},
@@ -74,4 +76,14 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustTransform returns obj in the form adc's own informer caches keep it.
+func mustTransform(t *testing.T, obj interface{}) interface{} {
+	t.Helper()
+	out, err := cached.Transform(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -2,13 +2,14 @@ package adc
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // ManagedAnnotation marks the nodes whose attach and detach the controller owns.
@@ -65,10 +66,10 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 	nodeObjs := c.nodeObjects(node)
 	var pairs []*pair
 	for _, obj := range objs {
-		if p, ok := placementOf(obj); !ok || !p.active() {
+		if p, ok := cached.PlacementOf(obj); !ok || !p.Active() {
 			continue
 		}
-		meta, volumes, ok := podVolumesOf(obj)
+		meta, volumes, ok := cached.PodVolumes(obj)
 		if !ok {
 			continue
 		}
@@ -85,7 +86,7 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 // podObject is the pair's pod, rebuilt from the cache for an Event: the one reader that needs
 // it whole.
 func (p *pair) podObject() runtime.Object {
-	pod, _ := podOf(p.podObj)
+	pod, _ := cached.PodOf(p.podObj)
 	return pod
 }
 
@@ -95,20 +96,4 @@ func (p *pair) podRef() klog.ObjectRef {
 		return klog.KObj(m)
 	}
 	return klog.ObjectRef{}
-}
-
-// podVolumesOf gives what deciding a pod's volumes reads of a pod cache entry (its metadata
-// and spec.volumes), without rebuilding a cached pod whole: only its volumes are.
-func podVolumesOf(obj interface{}) (metav1.Object, []v1.Volume, bool) {
-	switch p := obj.(type) {
-	case *v1.Pod:
-		if p != nil {
-			return &p.ObjectMeta, p.Spec.Volumes, true
-		}
-	case *cachedPod:
-		if p != nil {
-			return &p.compactMeta, p.v1Volumes(), true
-		}
-	}
-	return nil, nil, false
 }

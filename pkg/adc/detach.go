@@ -14,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/volumeattach"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // OutOfServiceTaint marks a node that is shut down for good; its volumes are detached at
@@ -200,7 +202,7 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 			// Already gone from the store (its delete event may have come before the
 			// operation started): nothing will end the operation.
 			r.c.abortOp(a.va.Name)
-		} else if va, isVA := vaOf(obj); isVA && va.UID != a.va.UID {
+		} else if va, isVA := cached.VAOf(obj); isVA && va.UID != a.va.UID {
 			r.c.abortOp(a.va.Name)
 		}
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
@@ -303,7 +305,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	var toDetach []*storagev1.VolumeAttachment
 	left := 0
 	for _, obj := range objs {
-		va, ok := vaOf(obj)
+		va, ok := cached.VAOf(obj)
 		if !ok {
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // The create expectations and delete requests live in memory (see its expectations.go for
@@ -104,7 +106,7 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 // judgeExpectation decides one stored create expectation against the informer store.
 func (c *Controller) judgeExpectation(ctx context.Context, e memory.Expectation, storeRV string, now time.Time) expectationVerdict {
 	if obj, ok, _ := c.vas.GetByKey(e.VA.Name); ok {
-		va, isVA := vaOf(obj)
+		va, isVA := cached.VAOf(obj)
 		if !isVA {
 			return expectationPending
 		}

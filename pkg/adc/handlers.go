@@ -5,6 +5,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // Every handler turns an event into the names of the nodes whose attachments it may change;
@@ -14,30 +16,30 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			c.claimUsers.update(nil, obj)
-			if p, ok := placementOf(obj); ok {
-				c.enqueueNode(p.node)
+			if p, ok := cached.PlacementOf(obj); ok {
+				c.enqueueNode(p.Node)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
 			c.claimUsers.update(old, cur)
-			o, ok1 := placementOf(old)
-			n, ok2 := placementOf(cur)
+			o, ok1 := cached.PlacementOf(old)
+			n, ok2 := cached.PlacementOf(cur)
 			if !ok1 || !ok2 {
 				return
 			}
-			if o.node != n.node {
-				c.enqueueNode(o.node)
+			if o.Node != n.Node {
+				c.enqueueNode(o.Node)
 			}
 			// A deleted pod's volumes stay wanted while a container runs: its node is
 			// decided again when the last one stops.
 			if o != n {
-				c.enqueueNode(n.node)
+				c.enqueueNode(n.Node)
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
 			c.claimUsers.update(unwrapTombstone(obj), nil)
-			if p, ok := placementOf(unwrapTombstone(obj)); ok {
-				c.enqueueNode(p.node)
+			if p, ok := cached.PlacementOf(unwrapTombstone(obj)); ok {
+				c.enqueueNode(p.Node)
 			}
 		},
 	}
@@ -45,15 +47,15 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if pvc, ok := claimOf(unwrapTombstone(obj)); ok {
+		if pvc, ok := cached.ClaimOf(unwrapTombstone(obj)); ok {
 			c.enqueueClaimUsers(claimRef{pvc.Namespace, pvc.Name})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := claimOf(old)
-			n, ok2 := claimOf(cur)
+			o, ok1 := cached.ClaimOf(old)
+			n, ok2 := cached.ClaimOf(cur)
 			if ok1 && ok2 && o.Spec.VolumeName == n.Spec.VolumeName && o.Status.Phase == n.Status.Phase {
 				return
 			}
@@ -65,7 +67,7 @@ func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		pv, ok := pvOf(unwrapTombstone(obj))
+		pv, ok := cached.PVOf(unwrapTombstone(obj))
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
@@ -74,8 +76,8 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := pvOf(old)
-			n, ok2 := pvOf(cur)
+			o, ok1 := cached.PVOf(old)
+			n, ok2 := cached.PVOf(cur)
 			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
 				return
 			}
@@ -92,8 +94,8 @@ func (c *Controller) enqueueClaimUsers(claim claimRef) {
 		if err != nil || !exists {
 			continue
 		}
-		if p, ok := placementOf(obj); ok {
-			c.enqueueNode(p.node)
+		if p, ok := cached.PlacementOf(obj); ok {
+			c.enqueueNode(p.Node)
 		}
 	}
 }
@@ -160,7 +162,7 @@ func (c *Controller) csiDriverHandler() cache.ResourceEventHandler {
 func (c *Controller) vaHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if va, ok := vaOf(obj); ok {
+			if va, ok := cached.VAOf(obj); ok {
 				created := c.mem.Observed(va)
 				c.vaChanged(va)
 				if created && vaPending(va) {
@@ -171,13 +173,13 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			va, ok := vaOf(cur)
+			va, ok := cached.VAOf(cur)
 			if !ok {
 				return
 			}
 			c.mem.Observed(va)
 			c.vaChanged(va)
-			prev, ok := vaOf(old)
+			prev, ok := cached.VAOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)
 				return
@@ -198,7 +200,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			va, ok := vaOf(unwrapTombstone(obj))
+			va, ok := cached.VAOf(unwrapTombstone(obj))
 			if !ok {
 				return
 			}

@@ -3,8 +3,9 @@ package adc
 import (
 	"fmt"
 
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 const (
@@ -29,19 +30,16 @@ func addIndexers(pods, vas cache.SharedIndexInformer) error {
 }
 
 func podNodeName(obj interface{}) ([]string, error) {
-	p, ok := placementOf(obj)
-	if !ok || p.node == "" {
+	p, ok := cached.PlacementOf(obj)
+	if !ok || p.Node == "" {
 		return nil, nil
 	}
-	return []string{p.node}, nil
+	return []string{p.Node}, nil
 }
 
 func vaNodeName(obj interface{}) ([]string, error) {
-	switch va := obj.(type) {
-	case *storagev1.VolumeAttachment:
-		return []string{va.Spec.NodeName}, nil
-	case *cachedVA:
-		return []string{va.nodeName}, nil
+	if node, ok := cached.VANodeName(obj); ok {
+		return []string{node}, nil
 	}
 	return nil, nil
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // informerModel is one informer as client-go runs it, cut into the steps the schedule
@@ -58,7 +60,7 @@ func objLabel(obj interface{}) string {
 	if m.GetNamespace() != "" {
 		s = m.GetNamespace() + "/" + s
 	}
-	if _, isVA := vaOf(obj); isVA {
+	if _, isVA := cached.VAOf(obj); isVA {
 		s += "[" + string(m.GetUID()) + "]"
 	}
 	return s

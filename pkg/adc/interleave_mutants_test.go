@@ -9,6 +9,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // Mutants put back, inside the harness, defects the explorer once found and that were fixed
@@ -91,7 +93,7 @@ func (h *harness) mutateChecker() {
 			continue
 		}
 		if obj, ok, _ := h.vas.Indexer.GetByKey(name); ok {
-			if va, isVA := vaOf(obj); isVA && va.UID == e.uid && !memoryKnowsVA(h.c, va) {
+			if va, isVA := cached.VAOf(obj); isVA && va.UID == e.uid && !memoryKnowsVA(h.c, va) {
 				// Ended as if gone: the expectation and its reservation, nothing in the sources.
 				h.c.mem.Gone(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}})
 			}
@@ -113,7 +115,7 @@ func (h *harness) mutateWorkerStart(t *thread) {
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
 		names = append(names, objLabel(o))
-		if va, ok := vaOf(o); ok {
+		if va, ok := cached.VAOf(o); ok {
 			t.readSeen[va.Name] = true
 		}
 	}

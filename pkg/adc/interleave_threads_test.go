@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // The controller's workers (a node reconcile, a status sync, the expectation checker) run
@@ -184,7 +186,7 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
 		names = append(names, objLabel(o))
-		if va, ok := vaOf(o); ok {
+		if va, ok := cached.VAOf(o); ok {
 			t.readSeen[va.Name] = true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // lookups backs the decision engine's lookups with informer caches: no API reads on the
@@ -31,7 +33,7 @@ func (l lookups) PersistentVolumeClaim(namespace, name string) *v1.PersistentVol
 	if err != nil || !ok {
 		return nil
 	}
-	pvc, _ := claimOf(obj)
+	pvc, _ := cached.ClaimOf(obj)
 	return pvc
 }
 
@@ -41,7 +43,7 @@ func (l lookups) PersistentVolume(name string) *v1.PersistentVolume {
 	if err != nil || !ok {
 		return nil
 	}
-	pv, _ := pvOf(obj)
+	pv, _ := cached.PVOf(obj)
 	return pv
 }
 
@@ -53,12 +55,10 @@ func (l lookups) pvCSIIdentity(name string) (driver, handle string, ok bool) {
 	if err != nil || !exists {
 		return "", "", false
 	}
-	if p, cached := obj.(*cachedPV); cached {
-		if csi, isCSI := p.source.(*v1.CSIPersistentVolumeSource); isCSI {
-			return migration.CSISourceIdentity(csi)
-		}
+	if csi := cached.PVCSISource(obj); csi != nil {
+		return migration.CSISourceIdentity(csi)
 	}
-	pv, _ := pvOf(obj)
+	pv, _ := cached.PVOf(obj)
 	return migration.PVCSIIdentity(pv)
 }
 

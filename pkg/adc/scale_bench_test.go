@@ -22,6 +22,8 @@ import (
 
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // memAttacher is an AttachmentWriter over the in-memory VolumeAttachment store: a create is
@@ -43,7 +45,7 @@ func (m *memAttacher) Create(_ context.Context, va *storagev1.VolumeAttachment) 
 	va.UID = types.UID(fmt.Sprintf("uid-%d", m.rv))
 	va.ResourceVersion = fmt.Sprint(m.rv)
 	m.created = append(m.created, va)
-	cached, err := cacheTransform(va.DeepCopy())
+	cached, err := cached.Transform(va.DeepCopy())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +91,7 @@ func newScaleCluster(tb testing.TB, nodes, podsPerNode int) *scaleCluster {
 	}
 	s.c = c
 	add := func(store cache.Indexer, obj interface{}) {
-		cached, err := cacheTransform(obj)
+		cached, err := cached.Transform(obj)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -155,7 +157,7 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 	for _, va := range created {
 		attached := va.DeepCopy()
 		attached.Status.Attached = true
-		cached, err := cacheTransform(attached.DeepCopy())
+		cached, err := cached.Transform(attached.DeepCopy())
 		if err != nil {
 			tb.Fatal(err)
 		}

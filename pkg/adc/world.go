@@ -7,6 +7,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // adc's memory between reconciles lives in package memory (pkg/adc/internal/memory), behind
@@ -33,14 +35,14 @@ func (s memoryStore) VolumeAttachment(name string) (*storagev1.VolumeAttachment,
 	if !ok {
 		return nil, false
 	}
-	return vaOf(obj)
+	return cached.VAOf(obj)
 }
 
 func (s memoryStore) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment {
 	objs, _ := s.c.vas.ByIndex(vaByNodeIndex, node)
 	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
 	for _, obj := range objs {
-		if va, ok := vaOf(obj); ok {
+		if va, ok := cached.VAOf(obj); ok {
 			out = append(out, va)
 		}
 	}

@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	"reflect"
@@ -18,14 +18,14 @@ func checkCompactForm[T any, C runtime.Object](t *testing.T, whole runtime.Objec
 		t.Fatal(err)
 	}
 	trimmed := trimmedObj.(*T)
-	obj, err := cacheTransform(whole.DeepCopyObject())
+	obj, err := Transform(whole.DeepCopyObject())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cached, ok := obj.(C)
 	if !ok {
 		var want C
-		t.Fatalf("cacheTransform gave %T, want %T", obj, want)
+		t.Fatalf("Transform gave %T, want %T", obj, want)
 	}
 	if got, _ := of(cached); !reflect.DeepEqual(got, trimmed) {
 		t.Errorf("rebuilt %T differs from the trimmed one:\n got  %+v\n want %+v", trimmed, got, trimmed)
@@ -33,8 +33,8 @@ func checkCompactForm[T any, C runtime.Object](t *testing.T, whole runtime.Objec
 	if got, _ := of(cached.DeepCopyObject()); !reflect.DeepEqual(got, trimmed) {
 		t.Errorf("DeepCopyObject of the %T lost something", cached)
 	}
-	if again, _ := cacheTransform(cached); again != obj {
-		t.Errorf("cacheTransform is not idempotent on a %T", cached)
+	if again, _ := Transform(cached); again != obj {
+		t.Errorf("Transform is not idempotent on a %T", cached)
 	}
 	return trimmed, cached
 }

@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -92,12 +92,12 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 // volume informers nothing but adc reads: a client-go lister over them would find no
 // *v1.Pod.
 func WithTrimmedObjects() informers.SharedInformerOption {
-	return informers.WithTransform(cacheTransform)
+	return informers.WithTransform(Transform)
 }
 
-// cacheTransform is TrimInformerObjects followed, for pods, claims and volumes, by their
+// Transform is TrimInformerObjects followed, for pods, claims and volumes, by their
 // compact form. It is idempotent: a compact object passes through both.
-func cacheTransform(obj interface{}) (interface{}, error) {
+func Transform(obj interface{}) (interface{}, error) {
 	out, err := TrimInformerObjects(obj)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func compact(obj interface{}) interface{} {
 	return obj
 }
 
-var _ cache.TransformFunc = cacheTransform
+var _ cache.TransformFunc = Transform
 
 var _ cache.TransformFunc = TrimInformerObjects
 

@@ -1,4 +1,4 @@
-package adc_test
+package cached_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
 )
@@ -218,7 +219,7 @@ func trimAll[T any, PT interface {
 	out := make([]T, len(objs))
 	for i := range objs {
 		cp := PT(&objs[i]).DeepCopyObject().(PT)
-		if _, err := adc.TrimInformerObjects(cp); err != nil {
+		if _, err := cached.TrimInformerObjects(cp); err != nil {
 			t.Fatalf("TrimInformerObjects: %v", err)
 		}
 		out[i] = *cp
@@ -254,11 +255,11 @@ func TestTrimInformerObjectsDropsWhatADCNeverReads(t *testing.T) {
 	}
 	// Idempotent, as client-go requires of a transform.
 	again := tp[0].DeepCopy()
-	if _, err := adc.TrimInformerObjects(again); err != nil || !reflect.DeepEqual(again, &tp[0]) {
+	if _, err := cached.TrimInformerObjects(again); err != nil || !reflect.DeepEqual(again, &tp[0]) {
 		t.Errorf("trimming twice changed the pod: %v", err)
 	}
 	// A tombstone's object is trimmed too.
-	tomb, err := adc.TrimInformerObjects(cache.DeletedFinalStateUnknown{Key: "ns/p1", Obj: pods[0].DeepCopy()})
+	tomb, err := cached.TrimInformerObjects(cache.DeletedFinalStateUnknown{Key: "ns/p1", Obj: pods[0].DeepCopy()})
 	if err != nil || len(tomb.(cache.DeletedFinalStateUnknown).Obj.(*v1.Pod).Spec.Containers) != 0 {
 		t.Errorf("tombstone not trimmed: %v", err)
 	}
@@ -322,7 +323,7 @@ func TestControllerOnTrimmedInformersActsIdentically(t *testing.T) {
 		client := fake.NewClientset(objects...)
 		var fopts []informers.SharedInformerOption
 		if trim {
-			fopts = append(fopts, adc.WithTrimmedObjects())
+			fopts = append(fopts, cached.WithTrimmedObjects())
 		}
 		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, fopts...)
 		opts := adc.DefaultOptions()

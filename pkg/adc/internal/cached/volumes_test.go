@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	"reflect"
@@ -7,10 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-
-	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // TestCachedPVRebuildsTheTrimmedVolume proves the compact PersistentVolume loses nothing the
@@ -50,15 +47,9 @@ func TestCachedPVRebuildsTheTrimmedVolume(t *testing.T) {
 	}
 	for name, pv := range cases {
 		t.Run(name, func(t *testing.T) {
-			trimmed, cached := checkCompactForm[v1.PersistentVolume, *cachedPV](t, &pv, pvOf)
-			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-			if err := store.Add(cached); err != nil {
-				t.Fatal(err)
-			}
-			d, h, ok := lookups{pvs: store}.pvCSIIdentity(pv.Name)
-			wd, wh, wok := migration.PVCSIIdentity(trimmed)
-			if d != wd || h != wh || ok != wok {
-				t.Errorf("CSI identity from the cache %q %q %v, from the volume %q %q %v", d, h, ok, wd, wh, wok)
+			trimmed, cached := checkCompactForm[v1.PersistentVolume, *cachedPV](t, &pv, PVOf)
+			if got := PVCSISource(cached); !reflect.DeepEqual(got, trimmed.Spec.CSI) {
+				t.Errorf("CSI source read from the cache %+v, from the volume %+v", got, trimmed.Spec.CSI)
 			}
 		})
 	}
@@ -75,7 +66,7 @@ func TestCachedClaimRebuildsTheTrimmedClaim(t *testing.T) {
 			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
 		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
 	}
-	trimmed, _ := checkCompactForm[v1.PersistentVolumeClaim, *cachedClaim](t, pvc, claimOf)
+	trimmed, _ := checkCompactForm[v1.PersistentVolumeClaim, *cachedClaim](t, pvc, ClaimOf)
 	if trimmed.Spec.VolumeName != "pv-1" || trimmed.Status.Phase != v1.ClaimBound || len(trimmed.OwnerReferences) != 1 {
 		t.Errorf("trimmed claim lost what adc reads: %+v", trimmed)
 	}

@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -53,6 +53,6 @@ func (a *cachedVA) object() *storagev1.VolumeAttachment {
 
 // vaOf gives the VolumeAttachment an informer event or store entry holds, whole (a host's
 // informer) or compact (adc's own).
-func vaOf(obj interface{}) (*storagev1.VolumeAttachment, bool) {
+func VAOf(obj interface{}) (*storagev1.VolumeAttachment, bool) {
 	return objectOf[storagev1.VolumeAttachment](obj)
 }

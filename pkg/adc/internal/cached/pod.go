@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	"reflect"
@@ -193,34 +193,34 @@ func objectOf[T any](obj interface{}) (*T, bool) {
 	return nil, false
 }
 
-func podOf(obj interface{}) (*v1.Pod, bool) { return objectOf[v1.Pod](obj) }
+func PodOf(obj interface{}) (*v1.Pod, bool) { return objectOf[v1.Pod](obj) }
 
-// podPlacement is what the pod event handlers compare, read without rebuilding a cached pod.
-type podPlacement struct {
-	node     string
-	phase    v1.PodPhase
-	deleting bool
-	running  bool
+// Placement is what the pod event handlers compare, read without rebuilding a cached pod.
+type Placement struct {
+	Node     string
+	Phase    v1.PodPhase
+	Deleting bool
+	Running  bool
 }
 
 // active is migration.PodIsActive, read off the placement.
-func (p podPlacement) active() bool {
-	return p.node != "" && migration.PodActive(p.phase, p.deleting, p.running)
+func (p Placement) Active() bool {
+	return p.Node != "" && migration.PodActive(p.Phase, p.Deleting, p.Running)
 }
 
-func placementOf(obj interface{}) (podPlacement, bool) {
+func PlacementOf(obj interface{}) (Placement, bool) {
 	switch p := obj.(type) {
 	case *v1.Pod:
 		if p == nil {
-			return podPlacement{}, false
+			return Placement{}, false
 		}
-		return podPlacement{node: p.Spec.NodeName, phase: p.Status.Phase, deleting: p.DeletionTimestamp != nil,
-			running: migration.AnyContainerRunning(p)}, true
+		return Placement{Node: p.Spec.NodeName, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
+			Running: migration.AnyContainerRunning(p)}, true
 	case *cachedPod:
 		if p == nil {
-			return podPlacement{}, false
+			return Placement{}, false
 		}
-		return podPlacement{node: p.nodeName, phase: p.phase, deleting: p.deletionTimestamp != nil, running: p.running}, true
+		return Placement{Node: p.nodeName, Phase: p.phase, Deleting: p.deletionTimestamp != nil, Running: p.running}, true
 	}
-	return podPlacement{}, false
+	return Placement{}, false
 }

@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -144,8 +144,8 @@ func unpackSource(src any) v1.PersistentVolumeSource {
 	return v1.PersistentVolumeSource{}
 }
 
-func claimOf(obj interface{}) (*v1.PersistentVolumeClaim, bool) {
+func ClaimOf(obj interface{}) (*v1.PersistentVolumeClaim, bool) {
 	return objectOf[v1.PersistentVolumeClaim](obj)
 }
 
-func pvOf(obj interface{}) (*v1.PersistentVolume, bool) { return objectOf[v1.PersistentVolume](obj) }
+func PVOf(obj interface{}) (*v1.PersistentVolume, bool) { return objectOf[v1.PersistentVolume](obj) }

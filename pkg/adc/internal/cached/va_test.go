@@ -1,7 +1,6 @@
-package adc
+package cached
 
 import (
-	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,16 +30,16 @@ func TestCachedVARebuildsTheTrimmedVA(t *testing.T) {
 	}
 	for name, va := range cases {
 		t.Run(name, func(t *testing.T) {
-			trimmed, cached := checkCompactForm[storagev1.VolumeAttachment, *cachedVA](t, &va, vaOf)
+			trimmed, cached := checkCompactForm[storagev1.VolumeAttachment, *cachedVA](t, &va, VAOf)
 			if trimmed.Finalizers != nil || trimmed.Annotations != nil || trimmed.Status.AttachmentMetadata != nil {
 				t.Errorf("trimming kept what nothing reads: %+v", trimmed)
 			}
-			whole, _ := vaNodeName(&va)
-			fromCache, _ := vaNodeName(cached)
-			if !reflect.DeepEqual(whole, fromCache) {
+			whole, _ := VANodeName(&va)
+			fromCache, _ := VANodeName(cached)
+			if whole != fromCache {
 				t.Errorf("node index keys differ: whole %v, cached %v", whole, fromCache)
 			}
-			if rebuilt, _ := vaOf(cached); memory.SourceKey(rebuilt) != memory.SourceKey(&va) {
+			if rebuilt, _ := VAOf(cached); memory.SourceKey(rebuilt) != memory.SourceKey(&va) {
 				t.Errorf("source key %q, want %q", memory.SourceKey(rebuilt), memory.SourceKey(&va))
 			}
 		})
