@@ -28,6 +28,8 @@ import (
 	"github.com/migration-aware/adc/pkg/volumeattach"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 )
 
 // ComponentName is the Event source component and the controller's name in hosts.
@@ -48,11 +50,11 @@ type Controller struct {
 	nodes      corelisters.NodeLister
 	csiNodes   cache.Indexer
 	vas        cache.Indexer
-	nodeInfos  *csiNodeInfoSource
+	nodeInfos  *seedapi.NodeInfoSource
 	synced     []cache.InformerSynced
 
 	// seedDrivers reads seed-API CSIDrivers; nil unless --driver-info-source is seed or auto.
-	seedDrivers *seedDriverSource
+	seedDrivers *seedapi.DriverSource
 
 	// nodeQueue carries node names whose attachments must be reconciled.
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
@@ -169,13 +171,13 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		if dyn == nil {
 			return nil, fmt.Errorf("node migration source %q reads CSINodeInfo objects and needs a dynamic client", opts.Migration.NodeSource)
 		}
-		c.nodeInfos = newCSINodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
+		c.nodeInfos = seedapi.NewNodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
 	}
 	if opts.Migration.DriverSource.ReadsSeed() {
 		if dyn == nil {
 			return nil, fmt.Errorf("driver info source %q reads seed-API CSIDriver objects and needs a dynamic client", opts.Migration.DriverSource)
 		}
-		c.seedDrivers = newSeedDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
+		c.seedDrivers = seedapi.NewDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
 		c.lookups.seed = c.seedDrivers
 	}
 	return c, nil
@@ -203,12 +205,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	if c.nodeInfos != nil {
-		go c.nodeInfos.run(ctx)
+		go c.nodeInfos.Run(ctx)
 	}
 	if c.seedDrivers != nil {
 		// Blocks until the seed CSIDrivers are cached when their CRD is served, so no pair
 		// is decided on an empty cache; returns at once when the CRD is not installed.
-		c.seedDrivers.start(ctx)
+		c.seedDrivers.Start(ctx)
 		if ctx.Err() != nil {
 			return
 		}

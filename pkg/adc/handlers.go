@@ -37,8 +37,8 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			c.claimUsers.update(unwrapTombstone(obj), nil)
-			if p, ok := cached.PlacementOf(unwrapTombstone(obj)); ok {
+			c.claimUsers.update(cached.UnwrapTombstone(obj), nil)
+			if p, ok := cached.PlacementOf(cached.UnwrapTombstone(obj)); ok {
 				c.enqueueNode(p.Node)
 			}
 		},
@@ -47,7 +47,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if pvc, ok := cached.ClaimOf(unwrapTombstone(obj)); ok {
+		if pvc, ok := cached.ClaimOf(cached.UnwrapTombstone(obj)); ok {
 			c.enqueueClaimUsers(claimRef{pvc.Namespace, pvc.Name})
 		}
 	}
@@ -67,7 +67,7 @@ func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		pv, ok := cached.PVOf(unwrapTombstone(obj))
+		pv, ok := cached.PVOf(cached.UnwrapTombstone(obj))
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
@@ -126,7 +126,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if n, ok := unwrapTombstone(obj).(*v1.Node); ok {
+			if n, ok := cached.UnwrapTombstone(obj).(*v1.Node); ok {
 				// The last state seen decides whether adc detaches what the node leaves behind.
 				c.mem.NoteManaged(n.Name, managed(n))
 				c.enqueueNode(n.Name)
@@ -137,7 +137,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 
 func (c *Controller) csiNodeHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if n, ok := unwrapTombstone(obj).(*storagev1.CSINode); ok {
+		if n, ok := cached.UnwrapTombstone(obj).(*storagev1.CSINode); ok {
 			c.enqueueNode(n.Name)
 		}
 	}
@@ -200,7 +200,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			va, ok := cached.VAOf(unwrapTombstone(obj))
+			va, ok := cached.VAOf(cached.UnwrapTombstone(obj))
 			if !ok {
 				return
 			}
@@ -257,11 +257,4 @@ func vaUpdateOf(old, cur *storagev1.VolumeAttachment) vaUpdate {
 // error, not being deleted.
 func vaPending(va *storagev1.VolumeAttachment) bool {
 	return !va.Status.Attached && va.Status.AttachError == nil && va.DeletionTimestamp == nil
-}
-
-func unwrapTombstone(obj interface{}) interface{} {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
 }

@@ -34,7 +34,7 @@ func (c *Controller) ManagedNodes() []migration.NodeObjects {
 
 // nodeObjects returns the node with the objects that say its migration state, from the caches.
 func (c *Controller) nodeObjects(n *v1.Node) migration.NodeObjects {
-	obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.get(n.Name)}
+	obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.Get(n.Name)}
 	obj.CSINode = cachedByName[storagev1.CSINode](c.csiNodes, n.Name)
 	return obj
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 )
 
 // lookups backs the decision engine's lookups with informer caches: no API reads on the
@@ -19,7 +21,7 @@ type lookups struct {
 	pvs     cache.Indexer
 	drivers cache.Indexer
 	// seed reads seed-API CSIDrivers; nil when the driver-info source does not use them.
-	seed *seedDriverSource
+	seed *seedapi.DriverSource
 }
 
 var (
@@ -81,5 +83,5 @@ func cachedByName[T any](store cache.Indexer, name string) *T {
 
 // SeedCSIDriver implements migration.DriverLookup.
 func (l lookups) SeedCSIDriver(name string) *seedcsidriver.CSIDriver {
-	return l.seed.get(name)
+	return l.seed.Get(name)
 }

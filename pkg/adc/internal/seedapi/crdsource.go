@@ -1,4 +1,4 @@
-package adc
+package seedapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package adc
+package seedapi
 
 import (
 	"context"
@@ -12,40 +12,40 @@ import (
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 )
 
-// seedDriverSource reads the seed-API CSIDriver objects (csi.storage.k8s.io/v1alpha1) for
+// DriverSource reads the seed-API CSIDriver objects (csi.storage.k8s.io/v1alpha1) for
 // --driver-info-source=seed or auto. The CRD is not built into Kubernetes and may be installed
 // after adc starts, or never: while it is not served every lookup answers "no object", which
 // the engine turns into "attach required", exactly as the issue specifies for a cluster
 // without the CRD. When the CRD is served at start, start does not return before the
 // informer has synced, so a restart never attaches a volume the seed object says needs no
 // attach just because its cache was still empty.
-type seedDriverSource struct {
+type DriverSource struct {
 	crdSource[seedcsidriver.CSIDriver]
 	poll     time.Duration
 	onChange func()
 }
 
-func newSeedDriverSource(client kubernetes.Interface, dyn dynamic.Interface, poll time.Duration, onChange func()) *seedDriverSource {
-	return &seedDriverSource{
+func NewDriverSource(client kubernetes.Interface, dyn dynamic.Interface, poll time.Duration, onChange func()) *DriverSource {
+	return &DriverSource{
 		crdSource: crdSource[seedcsidriver.CSIDriver]{client: client, dyn: dyn, gvr: seedcsidriver.GroupVersionResource, convert: seedcsidriver.FromUnstructured},
 		poll:      poll, onChange: onChange,
 	}
 }
 
-// get returns the seed CSIDriver named name, or nil when there is none or the CRD is not
+// Get returns the seed CSIDriver named name, or nil when there is none or the CRD is not
 // served (yet).
-func (s *seedDriverSource) get(name string) *seedcsidriver.CSIDriver {
+func (s *DriverSource) Get(name string) *seedcsidriver.CSIDriver {
 	if s == nil {
 		return nil
 	}
 	return s.crdSource.get(name)
 }
 
-// start finds out whether the CRD is served. If it is, it runs the informer and returns once
+// Start finds out whether the CRD is served. If it is, it runs the informer and returns once
 // it has synced (or ctx ended); if it is not, it says so once in the log and keeps looking in
 // the background, starting the informer when the CRD appears. Discovery errors other than
 // "not found" are retried: only a definite answer lets the controller act without the cache.
-func (s *seedDriverSource) start(ctx context.Context) {
+func (s *DriverSource) Start(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", seedcsidriver.GroupVersionResource.String())
 	var served bool
 	_ = wait.PollUntilContextCancel(ctx, s.poll, true, func(ctx context.Context) (bool, error) {
@@ -82,7 +82,7 @@ func (s *seedDriverSource) start(ctx context.Context) {
 // rare, so every node is re-decided, as for storage.k8s.io/v1 CSIDrivers. A malformed seed
 // CSIDriver stays unconverted: lookups see none, so its driver's volumes are attached (the
 // safe side: an unneeded attach, never a missing one).
-func (s *seedDriverSource) run(ctx context.Context, logger klog.Logger) {
+func (s *DriverSource) run(ctx context.Context, logger klog.Logger) {
 	if !s.runInformer(ctx, logger, "Malformed seed CSIDriver; its driver is treated as having no seed CSIDriver (attach required)",
 		func(interface{}) { s.onChange() }) {
 		return

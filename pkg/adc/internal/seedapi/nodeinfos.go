@@ -1,4 +1,4 @@
-package adc
+package seedapi
 
 import (
 	"context"
@@ -10,35 +10,37 @@ import (
 	"k8s.io/klog/v2"
 
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
-// csiNodeInfoSource reads the seed-API CSINodeInfo objects. The CRD is not built into
+// NodeInfoSource reads the seed-API CSINodeInfo objects. The CRD is not built into
 // Kubernetes and may be installed after adc starts (or never): until its informer has
 // synced, every lookup answers "no object", which the engine turns into wait, so nothing is
 // attached or detached on a guess and the controller never blocks on a missing CRD.
-type csiNodeInfoSource struct {
+type NodeInfoSource struct {
 	crdSource[csinodeinfo.CSINodeInfo]
 	poll     time.Duration
 	onChange func(node string)
 }
 
-func newCSINodeInfoSource(client kubernetes.Interface, dyn dynamic.Interface, poll time.Duration, onChange func(string)) *csiNodeInfoSource {
-	return &csiNodeInfoSource{
+func NewNodeInfoSource(client kubernetes.Interface, dyn dynamic.Interface, poll time.Duration, onChange func(string)) *NodeInfoSource {
+	return &NodeInfoSource{
 		crdSource: crdSource[csinodeinfo.CSINodeInfo]{client: client, dyn: dyn, gvr: csinodeinfo.GroupVersionResource, convert: csinodeinfo.FromUnstructured},
 		poll:      poll, onChange: onChange,
 	}
 }
 
-// get returns the node's CSINodeInfo, or nil when there is none or the CRD is not served.
-func (s *csiNodeInfoSource) get(name string) *csinodeinfo.CSINodeInfo {
+// Get returns the node's CSINodeInfo, or nil when there is none or the CRD is not served.
+func (s *NodeInfoSource) Get(name string) *csinodeinfo.CSINodeInfo {
 	if s == nil {
 		return nil
 	}
 	return s.crdSource.get(name)
 }
 
-// run waits for the CRD to be served, then runs an informer for it until ctx ends.
-func (s *csiNodeInfoSource) run(ctx context.Context) {
+// Run waits for the CRD to be served, then runs an informer for it until ctx ends.
+func (s *NodeInfoSource) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", csinodeinfo.GroupVersionResource.String())
 	logged := false
 	_ = wait.PollUntilContextCancel(ctx, s.poll, true, func(ctx context.Context) (bool, error) {
@@ -55,7 +57,7 @@ func (s *csiNodeInfoSource) run(ctx context.Context) {
 		return
 	}
 	notify := func(obj interface{}) {
-		if o, ok := unwrapTombstone(obj).(interface{ GetName() string }); ok {
+		if o, ok := cached.UnwrapTombstone(obj).(interface{ GetName() string }); ok {
 			s.onChange(o.GetName())
 		}
 	}
