@@ -43,7 +43,7 @@ type Host struct {
 // kube-controller-manager serves on /metrics (adc_* and upstream's attach/detach names,
 // recording into the host's storage_operation_duration_seconds). Like any controller
 // constructor it only registers informers; the host starts them and calls Run.
-func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error) {
+func NewController(ctx context.Context, h Host, f *Flags) (*Embedded, error) {
 	if h.Config == nil || f == nil {
 		return nil, errors.New("adc in kube-controller-manager needs a client configuration and its flags")
 	}
@@ -76,7 +76,7 @@ func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error)
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("adc options: %w", err)
 	}
-	embedded, err := adc.NewControllerManagerController(ctx, h.Factory, client, dyn, opts, f.Workers())
+	embedded, err := NewEmbedded(ctx, h.Factory, client, dyn, opts, f.Workers())
 	if err != nil {
 		return nil, err
 	}

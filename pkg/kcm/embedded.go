@@ -1,4 +1,4 @@
-package adc
+package kcm
 
 import (
 	"context"
@@ -11,20 +11,16 @@ import (
 	"k8s.io/controller-manager/controller"
 	controllerhealthz "k8s.io/controller-manager/pkg/healthz"
 	"k8s.io/klog/v2"
-)
 
-// ControllerManagerName is adc's canonical controller name inside kube-controller-manager:
-// the name of its controller descriptor (and so of --controllers and of its /healthz/<name>
-// check). It follows kube-controller-manager's naming rule: lower case words joined by "-",
-// ending in "-controller".
-const ControllerManagerName = "migration-aware-attach-detach-controller"
+	"github.com/migration-aware/adc/pkg/adc"
+)
 
 // Embedded is adc as a controller of a controller manager such as kube-controller-manager:
 // it satisfies k8s.io/controller-manager's controller.Interface and HealthCheckable, and
 // kube-controller-manager's own Controller interface (Name and Run(ctx)), so a descriptor's
-// constructor can return it as it is. Create it with NewControllerManagerController.
+// constructor can return it as it is. Create it with NewEmbedded (or NewController, from flags).
 type Embedded struct {
-	ctrl    *Controller
+	ctrl    *adc.Controller
 	workers int
 }
 
@@ -38,18 +34,18 @@ var (
 	} = &Embedded{}
 )
 
-// NewControllerManagerController builds adc on the host's shared informer factory, the way a
+// NewEmbedded builds adc on the host's shared informer factory, the way a
 // kube-controller-manager controller constructor does: it only registers informers,
 // indexers and event handlers. It does NOT start the factory; the host starts it once every
 // controller is built, as kube-controller-manager does. client should be a client of its own
 // (kube-controller-manager: ControllerContext.NewClient), dyn may be nil when
 // opts.Migration.NodeSource is csinode and opts.Migration.DriverSource is csidriver, and
 // workers is the number of nodes reconciled in parallel (values below 1 mean 1).
-func NewControllerManagerController(ctx context.Context, factory informers.SharedInformerFactory, client kubernetes.Interface, dyn dynamic.Interface, opts Options, workers int) (*Embedded, error) {
+func NewEmbedded(ctx context.Context, factory informers.SharedInformerFactory, client kubernetes.Interface, dyn dynamic.Interface, opts adc.Options, workers int) (*Embedded, error) {
 	if factory == nil || client == nil {
 		return nil, errors.New("adc needs the host's shared informer factory and a client")
 	}
-	ctrl, err := New(client, dyn, factory, opts)
+	ctrl, err := adc.New(client, dyn, factory, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +53,12 @@ func NewControllerManagerController(ctx context.Context, factory informers.Share
 		workers = 1
 	}
 	klog.FromContext(ctx).V(2).Info("Registered the migration-aware attach/detach controller's informers on the host's factory",
-		"workers", workers, "migration", ctrl.opts.Migration.String(), "inTreeAttacher", ctrl.opts.InTreeAttacher != nil)
+		"workers", workers, "migration", opts.Migration.String(), "inTreeAttacher", opts.InTreeAttacher != nil)
 	return &Embedded{ctrl: ctrl, workers: workers}, nil
 }
 
 // Name implements controller.Interface.
-func (e *Embedded) Name() string { return ControllerManagerName }
+func (e *Embedded) Name() string { return adc.ControllerManagerName }
 
 // Run waits for the caches of the host-started factory, then reconciles until ctx ends, and
 // returns after its workers have stopped (kube-controller-manager's contract for Run).
@@ -76,10 +72,10 @@ func (e *Embedded) HealthChecker() controllerhealthz.UnnamedHealthChecker {
 
 // Controller returns the underlying controller, for hosts that serve its snapshot (the
 // rollout dashboard) or read its state.
-func (e *Embedded) Controller() *Controller { return e.ctrl }
+func (e *Embedded) Controller() *adc.Controller { return e.ctrl }
 
 // syncedCheck is the health check of an embedded adc.
-type syncedCheck struct{ ctrl *Controller }
+type syncedCheck struct{ ctrl *adc.Controller }
 
 func (c syncedCheck) Check(*http.Request) error {
 	if !c.ctrl.HasSynced() {
