@@ -6,12 +6,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/migration-aware/adc/pkg/migration"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/migration"
 )
-
-const csiUniquePrefix = migration.CSIPluginName + "/"
 
 // attachment is one volume attached (or attaching, or detaching) to the node being
 // reconciled: a VolumeAttachment for CSI, an in-tree attachment otherwise.
@@ -87,7 +84,7 @@ func uniqueNameOnNode(va *storagev1.VolumeAttachment, node *v1.Node) string {
 	if node == nil {
 		return ""
 	}
-	prefix := csiUniquePrefix + va.Spec.Attacher + "^"
+	prefix := migration.CSIUniqueName(va.Spec.Attacher, "") // <plugin>/<driver>^
 	match := func(name string) bool {
 		handle, ok := strings.CutPrefix(name, prefix)
 		return ok && migration.VolumeAttachmentName(handle, va.Spec.Attacher, node.Name) == va.Name

@@ -4,9 +4,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/multimap"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/multimap"
 )
 
 // claimRef names a claim by namespace and name. Its strings are the pod's own (the pod's

@@ -24,12 +24,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 )
 
 // ComponentName is the Event source component and the controller's name in hosts.
@@ -312,7 +310,7 @@ func (c *Controller) enqueueAllNodes() {
 	for _, n := range nodes {
 		c.nodeQueue.Add(n.Name)
 	}
-	for _, name := range c.vas.ListIndexFuncValues(vaByNodeIndex) {
+	for _, name := range c.vas.ListIndexFuncValues(byNodeIndex) {
 		c.nodeQueue.Add(name)
 	}
 }

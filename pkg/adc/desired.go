@@ -5,17 +5,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
-	"github.com/migration-aware/adc/pkg/migration"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // ManagedAnnotation marks the nodes whose attach and detach the controller owns.
 const ManagedAnnotation = migration.ManagedAnnotation
-
-func managed(node *v1.Node) bool { return migration.IsManagedNode(node) }
 
 // pair is one volume of one active pod on the node being reconciled, with its decision.
 type pair struct {
@@ -59,7 +55,7 @@ func identify(d *migration.Decision, pvName, node string) identity {
 
 // desiredPairs decides every volume of every active pod scheduled to the node.
 func (c *Controller) desiredPairs(node *v1.Node) []*pair {
-	objs, err := c.pods.ByIndex(podByNodeIndex, node.Name)
+	objs, err := c.pods.ByIndex(byNodeIndex, node.Name)
 	if err != nil || len(objs) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package adc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
-	"github.com/migration-aware/adc/pkg/volumeattach"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // OutOfServiceTaint marks a node that is shut down for good; its volumes are detached at
@@ -62,7 +63,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Phase = PhaseDetachBlocked
 		st.Reason = "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion"
 		return
-	case !managed(node):
+	case !migration.IsManagedNode(node):
 		st.Phase = PhaseDetachBlocked
 		st.Reason = "the node no longer has the " + ManagedAnnotation + " annotation; adc leaves its volumes alone"
 		return
@@ -243,7 +244,7 @@ func volumeInUse(node *v1.Node, a *attachment) (bool, string) {
 		}
 		return false, ""
 	}
-	prefix := csiUniquePrefix + a.driver + "^"
+	prefix := migration.CSIUniqueName(a.driver, "") // <plugin>/<driver>^
 	for _, u := range node.Status.VolumesInUse {
 		if strings.HasPrefix(string(u), prefix) {
 			return true, "the volume of VolumeAttachment " + displayAttachment(a) + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.driver + " in use"
@@ -299,7 +300,7 @@ func displayAttachment(a *attachment) string {
 // cannot tell who managed it.
 func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Time) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
+	objs, _ := c.vas.ByIndex(byNodeIndex, name)
 	wasManaged, known := c.mem.WasManaged(name)
 	var states []PairState
 	var toDetach []*storagev1.VolumeAttachment
@@ -360,7 +361,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		c.mem.ForgetGoneNode(name)
 	}
 	c.setSnapshot(name, states, now)
-	return 0, joinErrs(r.errs)
+	return 0, errors.Join(r.errs...)
 }
 
 // goneNodeAttachmentIsOurs decides whether a VolumeAttachment of a deleted node that adc did

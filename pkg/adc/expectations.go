@@ -9,9 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // The create expectations and delete requests live in memory (see its expectations.go for

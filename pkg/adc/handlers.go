@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // Every handler turns an event into the names of the nodes whose attachments it may change;
@@ -104,7 +105,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if n, ok := obj.(*v1.Node); ok {
-				c.mem.NoteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -112,7 +113,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
 			if ok2 {
-				c.mem.NoteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
@@ -128,7 +129,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 		DeleteFunc: func(obj interface{}) {
 			if n, ok := cached.UnwrapTombstone(obj).(*v1.Node); ok {
 				// The last state seen decides whether adc detaches what the node leaves behind.
-				c.mem.NoteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -164,7 +165,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj interface{}) {
 			if va, ok := cached.VAOf(obj); ok {
 				created := c.mem.Observed(va)
-				c.vaChanged(va)
+				c.endAttachIfDone(va)
 				if created && vaPending(va) {
 					// The reconcile that created it already counts it as attaching.
 					return
@@ -178,7 +179,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.mem.Observed(va)
-			c.vaChanged(va)
+			c.endAttachIfDone(va)
 			prev, ok := cached.VAOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)

@@ -8,21 +8,19 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
-const (
-	// podByNodeIndex finds the pods scheduled to a node, the desired state of that node.
-	podByNodeIndex = "adc.spec.nodeName"
-	// vaByNodeIndex finds the VolumeAttachments on a node, the CSI part of its actual state.
-	vaByNodeIndex = "adc.spec.nodeName"
-)
+// byNodeIndex is the index adc adds to the pod informer (the pods scheduled to a node: the
+// node's desired state) and to the VolumeAttachment informer (the CSI part of its actual
+// state), under one name: one index per informer, keyed by spec.nodeName.
+const byNodeIndex = "adc.spec.nodeName"
 
 func addIndexers(pods, vas cache.SharedIndexInformer) error {
 	if err := pods.AddIndexers(cache.Indexers{
-		podByNodeIndex: podNodeName,
+		byNodeIndex: podNodeName,
 	}); err != nil {
 		return fmt.Errorf("adding pod indexers: %w", err)
 	}
 	if err := vas.AddIndexers(cache.Indexers{
-		vaByNodeIndex: vaNodeName,
+		byNodeIndex: vaNodeName,
 	}); err != nil {
 		return fmt.Errorf("adding VolumeAttachment indexers: %w", err)
 	}

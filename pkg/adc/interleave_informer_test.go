@@ -200,7 +200,7 @@ type vaStore struct {
 }
 
 func newVAStore(h *harness) *vaStore {
-	return &vaStore{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{vaByNodeIndex: vaNodeName}), h: h}
+	return &vaStore{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byNodeIndex: vaNodeName}), h: h}
 }
 
 func (s *vaStore) LastStoreSyncResourceVersion() string { return s.rv }
@@ -213,14 +213,14 @@ func (s *vaStore) Replace(list []interface{}, rv string) error {
 }
 
 func (s *vaStore) ByIndex(index, value string) ([]interface{}, error) {
-	if index == vaByNodeIndex {
+	if index == byNodeIndex {
 		if objs, ok := s.h.staleRead(value); ok {
 			return objs, nil
 		}
 	}
 	objs, err := s.Indexer.ByIndex(index, value)
 	sortByKey(objs)
-	if index == vaByNodeIndex {
+	if index == byNodeIndex {
 		s.h.storeRead(value, objs)
 	}
 	return objs, err

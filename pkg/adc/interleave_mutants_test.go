@@ -108,7 +108,7 @@ func (h *harness) mutateWorkerStart(t *thread) {
 	if h.cfg.mutant != mutantReadOutsideLock || h.abandoning {
 		return
 	}
-	objs, _ := h.vas.Indexer.ByIndex(vaByNodeIndex, t.node)
+	objs, _ := h.vas.Indexer.ByIndex(byNodeIndex, t.node)
 	sortByKey(objs)
 	t.stale = map[string][]interface{}{t.node: objs}
 	var names []string

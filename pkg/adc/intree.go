@@ -7,9 +7,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/migration-aware/adc/pkg/migration"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // InTreeVolume identifies an in-tree volume for an InTreeAttacher. PV or Inline is set when

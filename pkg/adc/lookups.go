@@ -5,12 +5,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/cached"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 )
 
 // lookups backs the decision engine's lookups with informer caches: no API reads on the

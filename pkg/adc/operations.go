@@ -191,8 +191,8 @@ func (c *Controller) completedInTree(kind OperationKind, node string, vol InTree
 // CSIPluginLabel is the volume_plugin label of a native CSI volume, as upstream reports it.
 func CSIPluginLabel(driver string) string { return "kubernetes.io/csi:" + driver }
 
-// vaChanged ends an attach when the informer shows the VolumeAttachment attached or failed.
-func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
+// endAttachIfDone ends an attach when the informer shows the VolumeAttachment attached or failed.
+func (c *Controller) endAttachIfDone(va *storagev1.VolumeAttachment) {
 	if !va.Status.Attached && va.Status.AttachError == nil {
 		return
 	}

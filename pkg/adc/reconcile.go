@@ -38,9 +38,9 @@ type nodeRun struct {
 	unlockStatus func()
 	// detaches are the detaches this run decided on, sent after the status lock is released.
 	detaches []detachJob
-	// started maps a VolumeAttachment name or unique name attached in this run to its
+	// attachedThisRun maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
-	started map[string]*attachment
+	attachedThisRun map[string]*attachment
 }
 
 func (r *nodeRun) retryIn(d time.Duration) {
@@ -68,8 +68,8 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s from the informer cache: %w", name, err)
 	}
-	c.mem.NoteManaged(name, managed(node))
-	if !managed(node) {
+	c.mem.NoteManaged(name, migration.IsManagedNode(node))
+	if !migration.IsManagedNode(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
 		c.flips.forget(name)
 		c.mem.ForgetNode(name)
@@ -100,9 +100,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	r := &nodeRun{
 		c: c, node: node, now: now,
-		held:    map[pairKey]bool{},
-		events:  map[eventKey]bool{},
-		started: map[string]*attachment{},
+		held:            map[pairKey]bool{},
+		events:          map[eventKey]bool{},
+		attachedThisRun: map[string]*attachment{},
 	}
 	if verifyIn > 0 {
 		r.retryIn(verifyIn)
@@ -153,11 +153,11 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 		}
 		return
 	}
-	if a := r.started[p.ids.vaName]; a != nil && p.ids.vaName != "" {
+	if a := r.attachedThisRun[p.ids.vaName]; a != nil && p.ids.vaName != "" {
 		st.Phase, st.VolumeAttachment = PhaseAttaching, a.va.Name
 		return
 	}
-	if a := r.started[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
+	if a := r.attachedThisRun[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
 		st.Phase = PhaseAttached
 		return
 	}
@@ -239,7 +239,7 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	r.c.mem.ExpectCreate(va, r.now)
-	r.started[va.Name] = &attachment{va: va}
+	r.attachedThisRun[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
 	r.creates = append(r.creates, createJob{pair: p, state: st, va: va})
 }
@@ -269,7 +269,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		return
 	}
 	r.c.mem.RecordInTree(r.node.Name, vol, devicePath)
-	r.started[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
+	r.attachedThisRun[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
 	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
@@ -287,7 +287,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 		return true
 	}
 	st.Phase = PhaseMultiAttach
-	st.Reason = fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)
+	st.Reason = migration.MultiAttachReason(other)
 	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
 	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 	return false

@@ -20,10 +20,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // memAttacher is an AttachmentWriter over the in-memory VolumeAttachment store: a create is
@@ -165,7 +164,7 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 			tb.Fatal(err)
 		}
 		s.c.mem.Observed(attached)
-		s.c.vaChanged(attached)
+		s.c.endAttachIfDone(attached)
 	}
 	for _, n := range s.nodes {
 		if _, err := s.c.syncNodeStatus(ctx, n); err != nil {

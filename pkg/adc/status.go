@@ -2,7 +2,6 @@ package adc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -28,7 +27,7 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	defer c.lockNodeStatus(name)()
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && !managed(node)) {
+	if apierrors.IsNotFound(err) || (err == nil && !migration.IsManagedNode(node)) {
 		c.mem.ClearUnlisted(name)
 		return 0, nil
 	}
@@ -223,5 +222,3 @@ func volumeSet(vols []v1.AttachedVolume) map[v1.UniqueVolumeName]bool {
 	}
 	return set
 }
-
-func joinErrs(errs []error) error { return errors.Join(errs...) }

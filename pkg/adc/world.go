@@ -6,9 +6,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // adc's memory between reconciles lives in package memory (pkg/adc/internal/memory), behind
@@ -39,7 +38,7 @@ func (s memoryStore) VolumeAttachment(name string) (*storagev1.VolumeAttachment,
 }
 
 func (s memoryStore) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment {
-	objs, _ := s.c.vas.ByIndex(vaByNodeIndex, node)
+	objs, _ := s.c.vas.ByIndex(byNodeIndex, node)
 	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
 	for _, obj := range objs {
 		if va, ok := cached.VAOf(obj); ok {

@@ -1,5 +1,7 @@
 package migration
 
+import "fmt"
+
 // VolumeNames are every name under which an attachment of a decided volume may exist on a
 // node, whatever mechanism made it: a node that flipped between in-tree and CSI keeps the
 // attachment it has (kubernetes#98687), and a ReadWriteOnce check must find the volume
@@ -32,4 +34,10 @@ func NamesOf(d *Decision, node string) VolumeNames {
 		n.InTreeUnique = d.InTreeUniqueName
 	}
 	return n
+}
+
+// MultiAttachReason is what a ReadWriteOnce volume waiting for its attachment on another node
+// says: the controller's hold reason and the rollout report's problem use the same words.
+func MultiAttachReason(otherNode string) string {
+	return fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", otherNode)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // InTreeVolume is a volume attached with an in-tree plugin; the controller's in-tree attacher
@@ -27,9 +29,6 @@ type InTreeAttachment struct {
 	Volume     InTreeVolume
 	DevicePath string
 }
-
-// csiUniquePrefix starts the unique name of every CSI volume in node status.
-const csiUniquePrefix = "kubernetes.io/csi/"
 
 // RecordInTree records an in-tree attach that succeeded.
 func (m *Memory) RecordInTree(node string, vol InTreeVolume, devicePath string) {
@@ -87,7 +86,7 @@ func (m *Memory) learnInTreeLocked(node *v1.Node) {
 	}
 	for _, av := range have {
 		name := string(av.Name)
-		if strings.HasPrefix(name, csiUniquePrefix) {
+		if migration.IsCSIUniqueName(name) {
 			continue
 		}
 		if listed != nil {

@@ -9,9 +9,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
-
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 )
 
 // NodeInfoSource reads the seed-API CSINodeInfo objects. The CRD is not built into

@@ -23,7 +23,7 @@ func (c *Controller) ManagedNodes() []migration.NodeObjects {
 	}
 	out := make([]migration.NodeObjects, 0, len(nodes))
 	for _, n := range nodes {
-		if !managed(n) {
+		if !migration.IsManagedNode(n) {
 			continue
 		}
 		out = append(out, c.nodeObjects(n))
