@@ -2,6 +2,25 @@
 // volumes, nodes, CSINodes, CSIDrivers and VolumeAttachments through one shared informer
 // factory and, node by node, makes the attachments the scheduled pods need and removes the
 // ones nobody needs, without ever detaching a volume it is unsure about.
+//
+// Where things are:
+//
+//	controller.go, options.go   New, Run, the two queues (nodes, node status) and their workers
+//	handlers.go, indexers.go    informer event handlers: what change re-decides which node
+//	reconcile.go                syncNode: desired pairs against actual attachments, per node
+//	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
+//	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
+//	creates.go, detach.go       the attach and detach halves of a reconcile; detach of deleted nodes
+//	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
+//	expectations.go             the checker that ends create expectations the informer never will
+//	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
+//	snapshot.go, operations.go, flips.go, recent.go
+//	                            what adc reports: pair states, operations, migration flips
+//
+// and, under internal/: memory (adc's memory between reconciles, behind one lock, with its
+// invariants), cached (the compact informer forms), seedapi (the seed-API sources),
+// multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
+// kube-controller-manager.
 package adc
 
 import (
