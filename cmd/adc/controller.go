@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -83,10 +82,10 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
 	f.migration.add(rec)
-	rec.IntVar(&f.workers, "workers", 10, "Number of nodes reconciled in parallel (and of node status writers).")
+	rec.IntVar(&f.workers, "workers", adc.DefaultWorkers, "Number of nodes reconciled in parallel (and of node status writers).")
 	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
 	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
-	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", 6*time.Minute, "How long a node may be not Ready before its in-use volumes are force-detached.")
+	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", adc.DefaultOptions().MaxWaitForUnmount, "How long a node may be not Ready before its in-use volumes are force-detached.")
 	other := fss.FlagSet("other")
 	other.StringVar(&f.leaseName, "leader-elect-lease-name", "adc", "Name of the leader election Lease.")
 	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
@@ -157,21 +156,12 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 	base.UserAgent = "adc-controller"
 	// One budget of --kube-api-qps/--kube-api-burst, in which node status writes go first.
-	cfg, statusCfg, budget := volumeattach.PrioritizedBudget(base, f.qps, f.burst)
-	client, err := kubernetes.NewForConfig(cfg)
+	clients, err := volumeattach.NewClients(base, f.qps, f.burst)
 	if err != nil {
-		return fmt.Errorf("building the Kubernetes client: %w", err)
+		return err
 	}
-	statusClient, err := kubernetes.NewForConfig(statusCfg)
-	if err != nil {
-		return fmt.Errorf("building the node status client: %w", err)
-	}
-	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
-	opts.APIBudget = budget
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building the dynamic client: %w", err)
-	}
+	client, dyn := clients.Client, clients.Dynamic
+	opts.NodeStatus, opts.APIBudget = clients.NodeStatus, clients.Budget
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
