@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,6 +45,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
@@ -91,19 +93,18 @@ type Controller struct {
 	// statusLocks serialize, per node (striped), status writes and detach decisions.
 	statusLocks [statusLockStripes]sync.Mutex
 
-	flips flipTracker
+	flips *report.Flips
 
 	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
 	// its invariants); pending the CSI operations under way, for metrics.
 	mem     *memory.Memory
-	pending *pendingOps
-	ops     *recent[Operation]
+	pending *report.Pending
+	ops     *report.Recent[Operation]
 
-	snapMu   sync.RWMutex
-	snapshot map[string][]pairRecord
-	// syncing counts the running reconciles per node (see markAttached).
-	syncing map[string]int
-	started bool
+	// pairs is the snapshot of every node's pairs, for metrics and the dashboard.
+	pairs *report.Pairs
+	// started is set once the caches have synced and the workers started.
+	started atomic.Bool
 }
 
 // New builds a controller on a shared informer factory. It registers the informers and
@@ -121,13 +122,12 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		attachments:   opts.Attachments,
 		status:        opts.NodeStatus,
 		recorder:      opts.Recorder,
-		pending:       newPendingOps(),
+		pending:       report.NewPending(),
 		claimUsers:    newClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
-		snapshot:      map[string][]pairRecord{},
-		syncing:       map[string]int{},
-		ops:           newRecent[Operation](recentOperationsSize),
-		flips:         flipTracker{recent: newRecent[NodeFlip](recentFlipsSize)},
+		ops:           report.NewRecent[Operation](recentOperationsSize),
+		flips:         report.NewFlips(),
+		pairs:         report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
@@ -232,9 +232,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			return
 		}
 	}
-	c.snapMu.Lock()
-	c.started = true
-	c.snapMu.Unlock()
+	c.started.Store(true)
 	c.enqueueAllNodes()
 
 	var wg sync.WaitGroup
@@ -257,9 +255,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // HasSynced reports whether the caches have synced and workers started; hosts use it for
 // readiness.
 func (c *Controller) HasSynced() bool {
-	c.snapMu.RLock()
-	defer c.snapMu.RUnlock()
-	return c.started
+	return c.started.Load()
 }
 
 func (c *Controller) runNodeWorker(ctx context.Context) {

@@ -357,10 +357,10 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node adc did not manage to their owner", "count", left)
 	}
 	if len(r.errs) == 0 && len(objs) == 0 {
-		c.flips.forget(name)
+		c.flips.Forget(name)
 		c.mem.ForgetGoneNode(name)
 	}
-	c.setSnapshot(name, states, now)
+	c.pairs.Set(name, states, now)
 	return 0, errors.Join(r.errs...)
 }
 

@@ -89,7 +89,7 @@ func (c *Controller) checkExpectations(ctx context.Context) {
 				continue
 			}
 			wake = append(wake, nodes...)
-			c.pending.abort(e.VA.Name)
+			c.pending.Abort(e.VA.Name)
 			logger.V(2).Info("VolumeAttachment was deleted while the informer did not watch; forgetting its expectation",
 				"volumeAttachment", klog.KObj(e.VA), "createdResourceVersion", e.VA.ResourceVersion, "storeResourceVersion", storeRV)
 		}

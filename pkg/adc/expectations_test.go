@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/report"
 )
 
 // expectationController is a controller with only what the expectation code touches: its
@@ -36,7 +37,7 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 	opts := DefaultOptions()
 	opts.Clock = clk
 	c := &Controller{
-		client: client, opts: opts, vas: store, pending: newPendingOps(),
+		client: client, opts: opts, vas: store, pending: report.NewPending(),
 		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
 	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: clk, NewBackOff: c.newBackoff})

@@ -193,7 +193,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			switch vaUpdateOf(prev, va) {
 			case vaUnchanged:
 			case vaNowAttached:
-				if !c.markAttached(va, c.opts.Clock.Now()) {
+				if !c.pairs.MarkAttached(va.Spec.NodeName, va.Name, c.opts.Clock.Now()) {
 					c.enqueueNode(va.Spec.NodeName)
 				}
 			default:

@@ -143,10 +143,10 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 			t.Run(tc.name+"/"+form, func(t *testing.T) {
 				c := newHandlerController(t)
 				if tc.states != nil {
-					c.setSnapshot("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
+					c.pairs.Set("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
 				}
 				if tc.syncing {
-					defer c.beginSync("n1")()
+					defer c.pairs.BeginSync("n1")()
 				}
 				old, cur := interface{}(tc.old), interface{}(tc.cur)
 				if form == "cached" {

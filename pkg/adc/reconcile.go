@@ -58,7 +58,7 @@ func (r *nodeRun) retryIn(d time.Duration) {
 // should be looked at again even if nothing changes (backoff of held pairs, force-detach
 // deadlines).
 func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, error) {
-	defer c.beginSync(name)()
+	defer c.pairs.BeginSync(name)()
 	logger := klog.FromContext(ctx)
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
@@ -71,9 +71,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	c.mem.NoteManaged(name, migration.IsManagedNode(node))
 	if !migration.IsManagedNode(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
-		c.flips.forget(name)
+		c.flips.Forget(name)
 		c.mem.ForgetNode(name)
-		c.setSnapshot(name, nil, now)
+		c.pairs.Set(name, nil, now)
 		return 0, nil
 	}
 	c.trackFlips(logger, node, now)
@@ -127,7 +127,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	for i, st := range r.states {
 		states[i] = *st
 	}
-	c.setSnapshot(name, states, now)
+	c.pairs.Set(name, states, now)
 	c.statusQueue.Add(name)
 	logger.V(4).Info("Reconciled node", "pairs", len(pairs), "attachments", len(atts), "retryAfter", r.retryAfter)
 	return r.retryAfter, errors.Join(r.errs...)

@@ -1,4 +1,4 @@
-package adc
+package report
 
 import (
 	"reflect"
@@ -36,10 +36,10 @@ func TestPairRecordKeepsEveryField(t *testing.T) {
 
 // TestSnapshotSharesReasons: the pairs of one driver keep one copy of their reason.
 func TestSnapshotSharesReasons(t *testing.T) {
-	c := newHandlerController(t)
+	p := NewPairs()
 	reason := func() string { return string([]byte("native CSI volume; the driver needs attach")) } // a fresh copy each time
-	c.setSnapshot("n1", []PairState{{Pod: "ns/a", Reason: reason()}, {Pod: "ns/b", Reason: reason()}}, time.Now())
-	pairs := c.Snapshot()
+	p.Set("n1", []PairState{{Pod: "ns/a", Reason: reason()}, {Pod: "ns/b", Reason: reason()}}, time.Now())
+	pairs := p.All()
 	if unsafe.StringData(pairs[0].Reason) != unsafe.StringData(pairs[1].Reason) {
 		t.Error("two pairs with the same reason keep two copies of it")
 	}

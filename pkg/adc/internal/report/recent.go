@@ -1,10 +1,10 @@
-package adc
+package report
 
 import "sync"
 
-// recent is a fixed-size, concurrency-safe ring of the last items of a kind (operations,
+// Recent is a fixed-size, concurrency-safe ring of the last items of a kind (operations,
 // flips), for the dashboard: memory stays bounded however long the controller runs.
-type recent[T any] struct {
+type Recent[T any] struct {
 	size int
 
 	mu   sync.Mutex
@@ -13,9 +13,11 @@ type recent[T any] struct {
 	full bool
 }
 
-func newRecent[T any](size int) *recent[T] { return &recent[T]{size: size} }
+// NewRecent returns a ring of the last size items.
+func NewRecent[T any](size int) *Recent[T] { return &Recent[T]{size: size} }
 
-func (r *recent[T]) add(item T) {
+// Add records item, dropping the oldest when full.
+func (r *Recent[T]) Add(item T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ring == nil {
@@ -28,8 +30,8 @@ func (r *recent[T]) add(item T) {
 	}
 }
 
-// list returns the items newest first.
-func (r *recent[T]) list() []T {
+// List returns the items newest first.
+func (r *Recent[T]) List() []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.next

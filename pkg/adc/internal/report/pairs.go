@@ -1,11 +1,14 @@
-package adc
+// Package report holds what adc reports about itself, apart from what it decides with: the
+// snapshot of every (pod volume, node) pair, the attach and detach operations under way and
+// finished, and the nodes' migration flips. Metrics, the dashboard and the demo read it
+// through the controller; each part keeps its own lock.
+package report
 
 import (
 	"sort"
+	"sync"
 	"time"
 	"unique"
-
-	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -95,21 +98,35 @@ func fromUnixNano(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
-// Snapshot returns every pair's current state, sorted by node, pod and volume. It is safe
-// to call from any goroutine at any time; the slice is the caller's.
-func (c *Controller) Snapshot() []PairState {
-	c.snapMu.RLock()
+// Pairs is the snapshot of every node's pairs, written by the node's reconcile and read by
+// metrics, the dashboard and the demo from any goroutine. It keeps its own lock.
+type Pairs struct {
+	mu     sync.RWMutex
+	byNode map[string][]pairRecord
+	// syncing counts the running reconciles per node (see MarkAttached).
+	syncing map[string]int
+}
+
+// NewPairs returns an empty snapshot.
+func NewPairs() *Pairs {
+	return &Pairs{byNode: map[string][]pairRecord{}, syncing: map[string]int{}}
+}
+
+// All returns every pair's current state, sorted by node, pod and volume; the slice is the
+// caller's.
+func (p *Pairs) All() []PairState {
+	p.mu.RLock()
 	n := 0
-	for _, s := range c.snapshot {
+	for _, s := range p.byNode {
 		n += len(s)
 	}
 	out := make([]PairState, 0, n)
-	for node, s := range c.snapshot {
+	for node, s := range p.byNode {
 		for i := range s {
 			out = append(out, s[i].state(node))
 		}
 	}
-	c.snapMu.RUnlock()
+	p.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
 		a, b := &out[i], &out[j]
 		if a.Node != b.Node {
@@ -126,70 +143,69 @@ func (c *Controller) Snapshot() []PairState {
 	return out
 }
 
-// beginSync marks a node's reconcile as running until the returned func is called:
-// markAttached leaves the node's pairs to that reconcile, which may have read the
+// BeginSync marks a node's reconcile as running until the returned func is called:
+// MarkAttached leaves the node's pairs to that reconcile, which may have read the
 // VolumeAttachment before it became attached.
-func (c *Controller) beginSync(node string) (end func()) {
-	c.snapMu.Lock()
-	c.syncing[node]++
-	c.snapMu.Unlock()
+func (p *Pairs) BeginSync(node string) (end func()) {
+	p.mu.Lock()
+	p.syncing[node]++
+	p.mu.Unlock()
 	return func() {
-		c.snapMu.Lock()
-		if c.syncing[node]--; c.syncing[node] <= 0 {
-			delete(c.syncing, node)
+		p.mu.Lock()
+		if p.syncing[node]--; p.syncing[node] <= 0 {
+			delete(p.syncing, node)
 		}
-		c.snapMu.Unlock()
+		p.mu.Unlock()
 	}
 }
 
-// markAttached moves the pairs waiting for a VolumeAttachment to attached, as a reconcile of
-// the node would, without one: when the attacher reports a volume attached, nothing a
-// reconcile decides changes but those pairs' phase (the status worker lists the volume). It
-// reports false when the node's pairs must be reconciled instead: its reconcile is running,
-// or no pair waits for that VolumeAttachment.
-func (c *Controller) markAttached(va *storagev1.VolumeAttachment, now time.Time) bool {
-	c.snapMu.Lock()
-	defer c.snapMu.Unlock()
-	node := va.Spec.NodeName
-	if c.syncing[node] > 0 {
+// MarkAttached moves the node's pairs waiting for the VolumeAttachment vaName to attached, as
+// a reconcile of the node would, without one: when the attacher reports a volume attached,
+// nothing a reconcile decides changes but those pairs' phase (the status worker lists the
+// volume). It reports false when the node's pairs must be reconciled instead: its reconcile
+// is running, or no pair waits for that VolumeAttachment.
+func (p *Pairs) MarkAttached(node, vaName string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.syncing[node] > 0 {
 		return false
 	}
 	marked := false
-	records := c.snapshot[node]
+	records := p.byNode[node]
 	attaching := unique.Make(PhaseAttaching)
 	for i := range records {
-		if r := &records[i]; r.va == va.Name && r.phase == attaching {
+		if r := &records[i]; r.va == vaName && r.phase == attaching {
 			// The informer's copy of the name, not the decision's: one copy fewer per volume.
-			r.va, r.phase, r.since = va.Name, unique.Make(PhaseAttached), unixNano(now)
+			r.va, r.phase, r.since = vaName, unique.Make(PhaseAttached), unixNano(now)
 			marked = true
 		}
 	}
 	return marked
 }
 
-// setSnapshot replaces a node's pairs, carrying over Since for pairs whose phase did not
-// change.
-func (c *Controller) setSnapshot(node string, states []PairState, now time.Time) {
-	c.snapMu.Lock()
-	defer c.snapMu.Unlock()
+// Set replaces a node's pairs (none: forgets the node), carrying over Since for pairs whose
+// phase did not change.
+func (p *Pairs) Set(node string, states []PairState, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(states) == 0 {
-		delete(c.snapshot, node)
+		delete(p.byNode, node)
 		return
 	}
-	prev := make(map[[4]string]*pairRecord, len(c.snapshot[node]))
-	for i := range c.snapshot[node] {
-		r := &c.snapshot[node][i]
+	prev := make(map[[4]string]*pairRecord, len(p.byNode[node]))
+	for i := range p.byNode[node] {
+		r := &p.byNode[node][i]
 		prev[[4]string{r.pod, r.volume, r.va, r.uniqueName}] = r
 	}
 	records := make([]pairRecord, len(states))
 	for i := range states {
 		r := recordOf(&states[i])
-		if p := prev[[4]string{r.pod, r.volume, r.va, r.uniqueName}]; p != nil && p.phase == r.phase && p.since != 0 {
-			r.since = p.since
+		if old := prev[[4]string{r.pod, r.volume, r.va, r.uniqueName}]; old != nil && old.phase == r.phase && old.since != 0 {
+			r.since = old.since
 		} else {
 			r.since = unixNano(now)
 		}
 		records[i] = r
 	}
-	c.snapshot[node] = records
+	p.byNode[node] = records
 }
