@@ -63,7 +63,7 @@ func (c *Controller) vaAttachment(va *storagev1.VolumeAttachment, deleteRequeste
 	switch src := va.Spec.Source; {
 	case src.PersistentVolumeName != nil:
 		a.pvName = *src.PersistentVolumeName
-		if driver, handle, ok := c.lookups.pvCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
+		if driver, handle, ok := c.lookups.PVCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
 			a.uniqueName = migration.CSIUniqueName(driver, handle)
 		} else {
 			// The PersistentVolume is gone (or no longer names this driver): the node's own

@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
@@ -65,7 +66,7 @@ type Controller struct {
 	opts   Options
 
 	pods       cache.Indexer
-	claimUsers *claimUsers // the pods of each claim, kept by the pod handler
+	claimUsers *cached.ClaimUsers // the pods of each claim, kept by the pod handler
 	nodes      corelisters.NodeLister
 	csiNodes   cache.Indexer
 	vas        cache.Indexer
@@ -88,7 +89,7 @@ type Controller struct {
 	// attachBatches admits the nodes that may send VolumeAttachment creates now.
 	attachBatches chan struct{}
 
-	lookups lookups
+	lookups cached.Lookups
 
 	// statusLocks serialize, per node (striped), status writes and detach decisions.
 	statusLocks [statusLockStripes]sync.Mutex
@@ -123,7 +124,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		status:        opts.NodeStatus,
 		recorder:      opts.Recorder,
 		pending:       report.NewPending(),
-		claimUsers:    newClaimUsers(),
+		claimUsers:    cached.NewClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
 		ops:           report.NewRecent[Operation](recentOperationsSize),
 		flips:         report.NewFlips(),
@@ -161,7 +162,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
 	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
-	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: driverInf.Informer().GetIndexer()}
+	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -195,7 +196,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 			return nil, fmt.Errorf("driver info source %q reads seed-API CSIDriver objects and needs a dynamic client", opts.Migration.DriverSource)
 		}
 		c.seedDrivers = seedapi.NewDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
-		c.lookups.seed = c.seedDrivers
+		c.lookups.Seed = c.seedDrivers
 	}
 	return c, nil
 }

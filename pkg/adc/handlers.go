@@ -16,13 +16,13 @@ import (
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			c.claimUsers.update(nil, obj)
+			c.claimUsers.Update(nil, obj)
 			if p, ok := cached.PlacementOf(obj); ok {
 				c.enqueueNode(p.Node)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			c.claimUsers.update(old, cur)
+			c.claimUsers.Update(old, cur)
 			o, ok1 := cached.PlacementOf(old)
 			n, ok2 := cached.PlacementOf(cur)
 			if !ok1 || !ok2 {
@@ -38,7 +38,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			c.claimUsers.update(cached.UnwrapTombstone(obj), nil)
+			c.claimUsers.Update(cached.UnwrapTombstone(obj), nil)
 			if p, ok := cached.PlacementOf(cached.UnwrapTombstone(obj)); ok {
 				c.enqueueNode(p.Node)
 			}
@@ -49,7 +49,7 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
 		if pvc, ok := cached.ClaimOf(cached.UnwrapTombstone(obj)); ok {
-			c.enqueueClaimUsers(claimRef{pvc.Namespace, pvc.Name})
+			c.enqueueClaimUsers(cached.ClaimRef{Namespace: pvc.Namespace, Name: pvc.Name})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -72,7 +72,7 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
-		c.enqueueClaimUsers(claimRef{pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name})
+		c.enqueueClaimUsers(cached.ClaimRef{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name})
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
@@ -89,8 +89,8 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 }
 
 // enqueueClaimUsers enqueues the nodes of the pods that use a claim.
-func (c *Controller) enqueueClaimUsers(claim claimRef) {
-	for _, key := range c.claimUsers.podKeys(claim) {
+func (c *Controller) enqueueClaimUsers(claim cached.ClaimRef) {
+	for _, key := range c.claimUsers.PodKeys(claim) {
 		obj, exists, err := c.pods.GetByKey(key)
 		if err != nil || !exists {
 			continue

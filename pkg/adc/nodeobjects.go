@@ -7,6 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -35,6 +36,6 @@ func (c *Controller) ManagedNodes() []migration.NodeObjects {
 // nodeObjects returns the node with the objects that say its migration state, from the caches.
 func (c *Controller) nodeObjects(n *v1.Node) migration.NodeObjects {
 	obj := migration.NodeObjects{Name: n.Name, Node: n, CSINodeInfo: c.nodeInfos.Get(n.Name)}
-	obj.CSINode = cachedByName[storagev1.CSINode](c.csiNodes, n.Name)
+	obj.CSINode = cached.ByName[storagev1.CSINode](c.csiNodes, n.Name)
 	return obj
 }

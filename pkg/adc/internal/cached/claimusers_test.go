@@ -1,4 +1,4 @@
-package adc
+package cached
 
 import (
 	"reflect"
@@ -6,8 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 func TestClaimUsersFollowPodEvents(t *testing.T) {
@@ -25,49 +23,49 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 	cases := []struct {
 		name   string
 		events []event
-		want   map[claimRef][]string
+		want   map[ClaimRef][]string
 	}{
 		{name: "a pod adds its claims",
 			events: []event{{nil, pod("a", "c1", "c2")}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}, {"ns", "c2"}: {"ns/a"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/a"}, {"ns", "c2"}: {"ns/a"}}},
 		{name: "a generic ephemeral volume's claim is <pod>-<volume>",
 			events: []event{{nil, scratch}},
-			want:   map[claimRef][]string{{"ns", "e-scratch"}: {"ns/e"}}},
+			want:   map[ClaimRef][]string{{"ns", "e-scratch"}: {"ns/e"}}},
 		{name: "two pods share a claim; deleting one keeps the other",
 			events: []event{{nil, pod("a", "c1")}, {nil, pod("b", "c1")}, {pod("a", "c1"), nil}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/b"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/b"}}},
 		{name: "three pods share a claim; deleting the first keeps the others",
 			events: []event{{nil, pod("a", "c1")}, {nil, pod("b", "c1")}, {nil, pod("c", "c1")}, {pod("a", "c1"), nil}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/b", "ns/c"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/b", "ns/c"}}},
 		{name: "deleting the last user forgets the claim",
 			events: []event{{nil, pod("a", "c1")}, {pod("a", "c1"), nil}},
-			want:   map[claimRef][]string{{"ns", "c1"}: nil}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: nil}},
 		{name: "an update without volume changes changes nothing",
 			events: []event{{nil, pod("a", "c1")}, {pod("a", "c1"), pod("a", "c1")}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/a"}}},
 		{name: "a cached pod indexes as the pod it came from",
 			events: []event{{nil, mustTransform(t, pod("a", "c1"))}, {mustTransform(t, pod("a", "c1")), pod("a", "c1")}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/a"}}},
 		{name: "the same add twice is one user",
 			events: []event{{nil, pod("a", "c1")}, {nil, pod("a", "c1")}},
-			want:   map[claimRef][]string{{"ns", "c1"}: {"ns/a"}}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: {"ns/a"}}},
 		{name: "objects that are not pods are ignored",
 			events: []event{{nil, &v1.Node{}}, {nil, (*v1.Pod)(nil)}},
-			want:   map[claimRef][]string{{"ns", "c1"}: nil}},
+			want:   map[ClaimRef][]string{{"ns", "c1"}: nil}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			u := newClaimUsers()
+			u := NewClaimUsers()
 			for _, e := range tc.events {
-				u.update(e.old, e.cur)
+				u.Update(e.old, e.cur)
 			}
 			for ref, want := range tc.want {
-				if got := u.podKeys(ref); !(len(got) == 0 && len(want) == 0) && !reflect.DeepEqual(got, want) {
+				if got := u.PodKeys(ref); !(len(got) == 0 && len(want) == 0) && !reflect.DeepEqual(got, want) {
 					t.Errorf("pods of %v: %v, want %v", ref, got, want)
 				}
 			}
 			if len(tc.want) > 0 {
-				u.pods.Range(func(ref claimRef, _ []string) bool {
+				u.pods.Range(func(ref ClaimRef, _ []string) bool {
 					if _, ok := tc.want[ref]; !ok {
 						t.Errorf("unexpected claim %v kept", ref)
 					}
@@ -81,7 +79,7 @@ func TestClaimUsersFollowPodEvents(t *testing.T) {
 // mustTransform returns obj in the form adc's own informer caches keep it.
 func mustTransform(t *testing.T, obj interface{}) interface{} {
 	t.Helper()
-	out, err := cached.Transform(obj)
+	out, err := Transform(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
