@@ -16,7 +16,7 @@ import (
 // authentication, so it must only be reachable from the machine itself (a laptop, the demo)
 // or, inside a Pod, through `kubectl port-forward`, which the API server authorizes.
 func ListenLoopback(addr string) (net.Listener, error) {
-	if err := checkLoopback(addr); err != nil {
+	if err := CheckLoopback(addr); err != nil {
 		return nil, err
 	}
 	l, err := net.Listen("tcp", addr)
@@ -27,7 +27,7 @@ func ListenLoopback(addr string) (net.Listener, error) {
 }
 
 // checkLoopback accepts host:port addresses whose host is a loopback IP or "localhost".
-func checkLoopback(addr string) error {
+func CheckLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--http-addr %q is not host:port (e.g. 127.0.0.1:8080): %w", addr, err)

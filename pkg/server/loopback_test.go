@@ -26,7 +26,7 @@ func TestCheckLoopback(t *testing.T) {
 		{addr: "8080", wantErr: "is not host:port"},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
-			err := checkLoopback(tc.addr)
+			err := CheckLoopback(tc.addr)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("refused: %v", err)

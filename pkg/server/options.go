@@ -77,7 +77,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Authentication.Validate()...)
 	errs = append(errs, o.Authorization.Validate()...)
 	if o.HTTPAddr != "" {
-		if err := checkLoopback(o.HTTPAddr); err != nil {
+		if err := CheckLoopback(o.HTTPAddr); err != nil {
 			errs = append(errs, err)
 		}
 	}
