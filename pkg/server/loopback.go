@@ -26,7 +26,8 @@ func ListenLoopback(addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// checkLoopback accepts host:port addresses whose host is a loopback IP or "localhost".
+// CheckLoopback accepts host:port addresses whose host is a loopback IP or "localhost", the
+// only ones ListenLoopback binds, so that a program can check its flag before it starts work.
 func CheckLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
