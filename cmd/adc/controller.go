@@ -46,7 +46,7 @@ type controllerFlags struct {
 	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	resync             time.Duration
-	httpAddr           string
+	serving            *server.Options
 	profiling          profilingFlags
 
 	leaderElect   bool
@@ -60,7 +60,7 @@ type controllerFlags struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration()}
+	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions()}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the migration-aware attach/detach controller until SIGINT or SIGTERM",
@@ -78,7 +78,6 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	var fss cliflag.NamedFlagSets
 	rec := fss.FlagSet("recommended")
 	rec.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
-	rec.StringVar(&f.httpAddr, "http-addr", ":8080", "Address of the HTTP listener for /healthz, /readyz, /metrics and the dashboard; empty disables it.")
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
 	f.migration.add(rec)
@@ -93,6 +92,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
+	f.serving.AddFlags(&fss)
 	f.profiling.add(fss.FlagSet("debugging"))
 	logsapi.AddFlags(f.logging, fss.FlagSet("logging"))
 	for _, fs := range fss.FlagSets {
@@ -135,6 +135,9 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	}
 	opts.MaxWaitForUnmount = f.maxWaitForUnmount
 	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
+	if err := f.serving.Validate(); err != nil {
+		return opts, err
+	}
 	return opts, opts.Validate()
 }
 
@@ -196,13 +199,9 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 	serving.Rollout(srv, adcMetrics, opts.Migration, currentView)
 	f.profiling.install(srv)
-	serveErr := make(chan error, 1)
-	if f.httpAddr != "" {
-		l, err := server.Listen(f.httpAddr)
-		if err != nil {
-			return err
-		}
-		go func() { serveErr <- srv.Serve(ctx, l) }()
+	serveErr, err := serve(ctx, srv, f.serving, f.kubeconfig)
+	if err != nil {
+		return err
 	}
 
 	run := func(ctx context.Context) {
@@ -303,7 +302,7 @@ func leaseNamespace(f *controllerFlags) string {
 	return "default"
 }
 
-// firstErr returns the HTTP listener's error if it already ended with one.
+// firstErr returns a listener's error if one already ended with one.
 func firstErr(errs chan error) error {
 	select {
 	case err := <-errs:

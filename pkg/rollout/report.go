@@ -68,7 +68,7 @@ type Report struct {
 	// flip is seen as it happens, by a running controller).
 	RecentFlips []FlipRecord `json:"recentFlips"`
 	// Nodes are the node view's rows, one per managed node sorted by name. They are not
-	// part of /api/v1/rollout (a large cluster would bloat it): NodesView serves them.
+	// part of /dashboard/api/v1/rollout (a large cluster would bloat it): NodesView serves them.
 	Nodes []NodeRollout `json:"-"`
 }
 
