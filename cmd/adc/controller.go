@@ -205,6 +205,9 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return current
 	}
 	serving.Rollout(srv, adcMetrics, opts.Migration, currentView)
+	if err := serving.Checks(srv, base, opts.Migration, opts.MaxWaitForUnmount, currentView); err != nil {
+		return err
+	}
 	f.profiling.install(srv)
 	serveErr := make(chan error, 1)
 	if f.httpAddr != "" {
