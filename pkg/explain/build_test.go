@@ -146,7 +146,7 @@ func TestBuild(t *testing.T) {
 			want: []string{"decision: wait (driver-registration): waiting for CSI driver \"pd.csi.storage.gke.io\" to register on node \"n1\"",
 				`CSI driver pd.csi.storage.gke.io on node "n1": not-registered: CSINode "n1" spec.drivers does not list`,
 				"controller: held since 2026-11-25T11:58:00Z, 3 retries, next retry 2026-11-25T12:00:00Z",
-				"next: adc holds it (no attach, no detach) until the cause goes (the controller holds it since 2026-11-25T11:58:00Z, 3 retries"}},
+				"next: adc holds it (no attach, no detach) until node n1's CSINode lists driver pd.csi.storage.gke.io, and attaches it at once then (the controller holds it since 2026-11-25T11:58:00Z, 3 retries"}},
 		{name: "a finished pod's volume no longer in use is detached next",
 			w: (&world{}).node("n1", true, now).csiNode("n1", gcePlugin, gceDriver).status("n1", []string{unique("pv-a")}, nil).
 				gcePV("pv-a").pod("a", "n1", v1.PodSucceeded, "pv-a").va("pv-a", "n1", true, ""),

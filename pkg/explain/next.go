@@ -33,7 +33,16 @@ func (b *builder) next(pod *v1.Pod, active bool, v *Volume) string {
 	case migration.MechanismNotAttachable, migration.MechanismCSINoAttach:
 		return "nothing to attach: the kubelet mounts it directly"
 	case migration.MechanismWait, migration.MechanismError:
-		s := "adc holds it (no attach, no detach) until the cause goes" + held
+		until := "the cause the decision names is fixed"
+		switch v.WaitCause {
+		case migration.WaitDriverRegistration:
+			until = "node " + pod.Spec.NodeName + "'s CSINode lists driver " + v.Driver + ", and attaches it at once then"
+		case migration.WaitNodeMigrationState:
+			until = "node " + pod.Spec.NodeName + " reports whether " + v.Plugin + " is migrated (its CSINode), and decides at once then"
+		case migration.WaitVolumeBinding:
+			until = "the claim is bound to an existing PersistentVolume"
+		}
+		s := "adc holds it (no attach, no detach) until " + until + held
 		if here != nil {
 			s += "; its existing attachment to node " + pod.Spec.NodeName + " is kept"
 		}

@@ -89,7 +89,11 @@ func writeVolume(b *strings.Builder, v Volume) {
 	}
 	if m := v.Controller; m != nil {
 		if m.Held != nil {
-			fmt.Fprintf(b, "    controller: held since %s, %d retries, next retry %s: %s\n", formatTime(m.Held.Since), m.Held.Retries, formatTime(m.Held.NextRetry), flat(m.Held.Reason))
+			reason := flat(m.Held.Reason)
+			if m.Held.Reason == v.Reason {
+				reason = "the decision's reason above"
+			}
+			fmt.Fprintf(b, "    controller: held since %s, %d retries, next retry %s: %s\n", formatTime(m.Held.Since), m.Held.Retries, formatTime(m.Held.NextRetry), reason)
 		} else {
 			b.WriteString("    controller: not held\n")
 		}
