@@ -54,7 +54,7 @@ func (b *builder) next(pod *v1.Pod, active bool, v *Volume) string {
 			s += " since " + formatTime(holder.Created)
 		}
 		if len(holder.UsedBy) > 0 {
-			return s + ", where " + strings.Join(holder.UsedBy, ", ") + " still use it: it is attached here once they are gone (a Multi-Attach FailedAttachVolume Event says so on the pod)"
+			return s + ", where it is still used by " + strings.Join(holder.UsedBy, ", ") + ": it is attached here once no pod there uses it (a Multi-Attach FailedAttachVolume Event says so on the pod)"
 		}
 		if holder.Detach != nil {
 			return s + "; it is attached here once that detach is done: " + holder.Detach.Why

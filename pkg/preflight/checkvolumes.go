@@ -127,12 +127,16 @@ func (w *world) checkPaths() {
 }
 
 func (w *world) pathChange(p *pair, s Step, attached, next string, drained map[string]bool) {
-	what := fmt.Sprintf("%s (pod %s/%s, volume %q) is attached to node %s %s", objectOfPair(p), p.pod.Namespace, p.pod.Name, p.vol.Name, p.node.Name, attached)
+	what := fmt.Sprintf("%s (pod %s/%s, volume %q) is attached to node %s %s", objectOfPair(p), p.pod.Namespace, p.pod.Name, p.vol.Name, p.node.Name, pathWords(attached))
 	f := Finding{Severity: Warns, Check: CheckPathChange, Plugin: p.plugin, Object: objectOfPair(p), Node: p.node.Name}
 	if next == "held" {
-		f.Why = what + "; after the step adc would hold it (" + p.after.Reason + "), keeping the attachment but attaching it nowhere else"
+		held := string(p.after.Mechanism)
+		if p.after.WaitCause != "" {
+			held += ", " + string(p.after.WaitCause)
+		}
+		f.Why = what + "; after the step adc would hold it (" + held + "; adc explain says why), keeping the attachment but attaching it nowhere else"
 	} else {
-		f.Why = what + "; after the step its next attach goes " + next + " (adc keeps the existing attachment while the pod runs, no detach and re-attach on a flip)"
+		f.Why = what + "; after the step its next attach goes " + pathWords(next) + " (adc keeps the existing attachment while the pod runs, no detach and re-attach on a flip)"
 	}
 	f.Fix = "nothing before the step; the pod's next start uses the new path"
 	if s.backward() {
@@ -143,7 +147,7 @@ func (w *world) pathChange(p *pair, s Step, attached, next string, drained map[s
 			drained[key] = true
 			w.add(Finding{Severity: Blocks, Check: CheckDrain, Plugin: p.plugin, Object: Object{Kind: "Node", Name: p.node.Name}, Node: p.node.Name,
 				Why: fmt.Sprintf("node %s has volumes of %s attached %s that would change path going %s -> %s; a node must be drained before its kubelet switches migration mode (kubernetes/community#3072)",
-					p.node.Name, p.plugin, attached, s.From, s.To),
+					p.node.Name, p.plugin, pathWords(attached), s.From, s.To),
 				Fix: "kubectl drain " + p.node.Name + " --ignore-daemonsets, wait until adc has detached its volumes of " + p.plugin + ", switch its kubelet, then uncordon it"})
 		}
 	}
@@ -174,4 +178,15 @@ func (w *world) heldAfter(p *pair, s Step, attached string) {
 		f.Why += " (its existing attachment is kept)"
 	}
 	w.add(f)
+}
+
+// pathWords says a path in a sentence.
+func pathWords(path string) string {
+	switch path {
+	case "csi":
+		return "through CSI"
+	case "none":
+		return "nowhere (nothing to attach)"
+	}
+	return path
 }

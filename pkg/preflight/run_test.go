@@ -122,7 +122,7 @@ func TestRun(t *testing.T) {
 				gcePV("db", "pv-a", zone).pod("db", "a", "n1", "pv-a").listing("n1", "kubernetes.io/gce-pd/disk-pv-a"),
 			opts: Options{Config: config(gcePlugin, "off"), Plugins: []string{gcePlugin}},
 			want: []string{"warns path-change kubernetes.io/gce-pd PersistentVolume/pv-a @n1"},
-			why:  []string{"attached to node n1 in-tree", "next attach goes csi"}},
+			why:  []string{"attached to node n1 in-tree", "next attach goes through CSI"}},
 		{name: "going back from complete a CSI attachment on a not-migrated node needs a drain",
 			cl: newCluster().node("n1", "v1.24.0", gceZone, zone).csiNode("n1", "-", registered(gceDriver, 0)).csiDriver(gceDriver).
 				gcePV("db", "pv-a", zone).pod("db", "a", "n1", "pv-a").va(gceHandle(zone, "disk-pv-a"), gceDriver, "n1", "pv-a"),
