@@ -31,8 +31,10 @@ const (
 	MechanismInTree Mechanism = "in-tree"
 	// MechanismNotAttachable covers volumes with no attach phase (configMap, emptyDir, nfs, ...).
 	MechanismNotAttachable Mechanism = "not-attachable"
-	// MechanismWait means the node's migration state is not known yet; the controller holds
-	// the pair (no attach, no detach) and retries with backoff instead of guessing.
+	// MechanismWait means something the decision needs is not there yet (the node's
+	// migration state, the CSI driver's registration on the node, the claim's binding; see
+	// Decision.WaitCause); the controller holds the pair (no attach, no detach) and retries
+	// with backoff instead of guessing.
 	MechanismWait Mechanism = "wait"
 	// MechanismError means the decision cannot be made safely (bad translation input, version
 	// skew); the controller holds the pair and the reason tells the operator what to fix.
