@@ -3,6 +3,7 @@ package migration
 import (
 	"strconv"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
@@ -115,10 +116,11 @@ func fromCSINodeInfoDrivers(info *csinodeinfo.CSINodeInfo, driver string) Driver
 // CSINode with the migrated-plugins annotation first and adds the driver tens to hundreds of
 // milliseconds later, and removes a driver whose node plugin restarts. The wait keeps every
 // name of the volume (driver, handle, in-tree unique name), so an existing attachment is
-// still recognised and kept: it holds the attach, never a detach. Other mechanisms pass
-// through unchanged.
+// still recognised and kept: it holds the attach, never a detach. A volume the node's status
+// already lists as attached is not held (nothing to attach). Other mechanisms pass through
+// unchanged.
 func awaitRegistration(d Decision, in *Input) Decision {
-	if d.Mechanism != MechanismCSI || !driverMissing(in, d.Driver) {
+	if d.Mechanism != MechanismCSI || !driverMissing(in, d.Driver) || listedAttached(in.Node, d.UniqueName, d.InTreeUniqueName) {
 		return d
 	}
 	reg := NodeDriverRegistration(NodeObjects{Name: in.NodeName, Node: in.Node, CSINode: in.CSINode, CSINodeInfo: in.CSINodeInfo}, d.Driver)
@@ -130,6 +132,23 @@ func awaitRegistration(d Decision, in *Input) Decision {
 	d.VolumeAttachmentName = ""
 	d.Source = storagev1.VolumeAttachmentSource{}
 	return d
+}
+
+// listedAttached reports whether the node's status.volumesAttached lists the volume under
+// one of its names: it is attached already, so there is no attach to hold back when its
+// driver leaves the CSINode (a node plugin restarting), and no hold, Event or retry either.
+func listedAttached(node *v1.Node, names ...string) bool {
+	if node == nil {
+		return false
+	}
+	for i := range node.Status.VolumesAttached {
+		for _, n := range names {
+			if n != "" && string(node.Status.VolumesAttached[i].Name) == n {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // driverMissing reports whether the node's CSINode (or, without one, its CSINodeInfo) says
