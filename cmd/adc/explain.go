@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migration-aware/adc/pkg/dashboard"
 	"github.com/migration-aware/adc/pkg/explain"
 )
 
@@ -42,7 +43,7 @@ target's namespace, and nodes, CSINodes, CSIDrivers and VolumeAttachments) and w
 
 --controller URL adds a running controller's memory (held pairs with their retries and next
 retry, multi-attach and version-skew problems, recent attach and detach operations) from its
-HTTP listener (/api/v1/rollout). Pass the controller's --migration, --node-migration-source,
+HTTP listener (its rollout report, the dashboard's JSON API). Pass the controller's --migration, --node-migration-source,
 --driver-info-source and --max-wait-for-unmount.
 
 Exit code: 0 when explained, 2 when it could not explain (bad input, a pod or volume that
@@ -91,7 +92,7 @@ func (o *explainOptions) run(ctx context.Context, out io.Writer, kind, ref strin
 	opts := explain.Options{Config: cfg, MaxWaitForUnmount: o.maxWaitForUnmount, ControllerAddress: o.controller}
 	if o.controller != "" {
 		// Asked first: a wrong address should fail before the cluster is read.
-		if opts.Controller, err = explain.FetchController(ctx, &http.Client{Timeout: 10 * time.Second}, o.controller); err != nil {
+		if opts.Controller, err = explain.FetchController(ctx, &http.Client{Timeout: 10 * time.Second}, o.controller, dashboard.APIPath); err != nil {
 			return err
 		}
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/migration-aware/adc/pkg/server"
 )
 
-// Paths of the preflight and explain pages and their JSON.
+// Paths of the preflight and explain pages and their JSON, beside the rollout page's (under
+// whatever prefix PagePath has, so one rule grants the whole dashboard).
 const (
-	PreflightPath    = "/preflight"
-	PreflightAPIPath = "/api/v1/preflight"
-	ExplainPath      = "/explain"
-	ExplainAPIPath   = "/api/v1/explain"
+	PreflightPath    = PagePath + "preflight"
+	PreflightAPIPath = PagePath + "api/v1/preflight"
+	ExplainPath      = PagePath + "explain"
+	ExplainAPIPath   = PagePath + "api/v1/explain"
 )
 
 // checksRefreshSeconds is how often the preflight and explain pages refresh themselves:
@@ -34,9 +35,9 @@ type PreflightSource func(ctx context.Context, opts preflight.Options) (prefligh
 // explain.ErrNotFound answers 404.
 type ExplainSource func(ctx context.Context, t explain.Target) (explain.Report, error)
 
-// RegisterChecks adds to srv GET /preflight?plugin=P&to=M (the page; plugin repeatable,
-// both optional as for `adc preflight`) and /api/v1/preflight (the same report as JSON),
-// and GET /explain?pod=NAMESPACE/NAME or ?pv=NAME and /api/v1/explain. Both read the cluster
+// RegisterChecks adds to srv GET PreflightPath?plugin=P&to=M (the page; plugin repeatable,
+// both optional as for `adc preflight`) and PreflightAPIPath (the same report as JSON), and
+// GET ExplainPath?pod=NAMESPACE/NAME or ?pv=NAME and ExplainAPIPath. Both read the cluster
 // on each request (their sources may cache), so the pages refresh only every minute.
 func RegisterChecks(srv *server.Server, pre PreflightSource, exp ExplainSource) {
 	srv.Handle("GET "+PreflightPath, preflightHandler(pre, false))

@@ -53,16 +53,16 @@ func TestChecksPages(t *testing.T) {
 		asked      string
 		has        []string
 	}{
-		{"preflight page of one plugin's step", "/preflight?plugin=gce-pd&to=complete", http.StatusOK, `preflight [kubernetes.io/gce-pd] to="complete"`,
-			[]string{`id="verdict" data-ok="false"`, "Not safe: 1 findings block", "&lt;script&gt;alert(1)&lt;/script&gt;", `href="/api/v1/preflight?plugin=kubernetes.io%2Fgce-pd&amp;to=complete"`}},
-		{"preflight JSON of every plugin's next step", "/api/v1/preflight", http.StatusOK, `preflight [] to=""`, []string{`"check": "driver-not-registered"`}},
-		{"preflight with an unknown step is refused", "/preflight?to=finished", http.StatusBadRequest, "", []string{`unknown step "finished"`}},
-		{"preflight with an unknown plugin is refused", "/api/v1/preflight?plugin=rbd", http.StatusBadRequest, "", []string{`unknown plugin "rbd"`}},
-		{"explain page of a pod", "/explain?pod=db/pg-0", http.StatusOK, "explain pod db/pg-0", []string{`data-mechanism="wait"`, "&lt;script&gt;"}},
-		{"explain JSON of a volume", "/api/v1/explain?pv=pv-1", http.StatusOK, "explain pv pv-1", []string{`"kind": "pv"`}},
-		{"explain of a pod that does not exist is 404", "/api/v1/explain?pod=db/missing", http.StatusNotFound, "explain pod db/missing", []string{"not found"}},
-		{"explain without a target is refused", "/explain", http.StatusBadRequest, "", []string{"?pod=NAMESPACE/NAME or ?pv=NAME"}},
-		{"explain of a badly named pod is refused", "/explain?pod=nonamespace", http.StatusBadRequest, "", []string{"NAMESPACE/NAME"}},
+		{"preflight page of one plugin's step", dashboard.PreflightPath + "?plugin=gce-pd&to=complete", http.StatusOK, `preflight [kubernetes.io/gce-pd] to="complete"`,
+			[]string{`id="verdict" data-ok="false"`, "Not safe: 1 findings block", "&lt;script&gt;alert(1)&lt;/script&gt;", `href="` + dashboard.PreflightAPIPath + `?plugin=kubernetes.io%2Fgce-pd&amp;to=complete"`}},
+		{"preflight JSON of every plugin's next step", dashboard.PreflightAPIPath, http.StatusOK, `preflight [] to=""`, []string{`"check": "driver-not-registered"`}},
+		{"preflight with an unknown step is refused", dashboard.PreflightPath + "?to=finished", http.StatusBadRequest, "", []string{`unknown step "finished"`}},
+		{"preflight with an unknown plugin is refused", dashboard.PreflightAPIPath + "?plugin=rbd", http.StatusBadRequest, "", []string{`unknown plugin "rbd"`}},
+		{"explain page of a pod", dashboard.ExplainPath + "?pod=db/pg-0", http.StatusOK, "explain pod db/pg-0", []string{`data-mechanism="wait"`, "&lt;script&gt;"}},
+		{"explain JSON of a volume", dashboard.ExplainAPIPath + "?pv=pv-1", http.StatusOK, "explain pv pv-1", []string{`"kind": "pv"`}},
+		{"explain of a pod that does not exist is 404", dashboard.ExplainAPIPath + "?pod=db/missing", http.StatusNotFound, "explain pod db/missing", []string{"not found"}},
+		{"explain without a target is refused", dashboard.ExplainPath, http.StatusBadRequest, "", []string{"?pod=NAMESPACE/NAME or ?pv=NAME"}},
+		{"explain of a badly named pod is refused", dashboard.ExplainPath + "?pod=nonamespace", http.StatusBadRequest, "", []string{"NAMESPACE/NAME"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asked = nil
@@ -81,7 +81,7 @@ func TestChecksPages(t *testing.T) {
 			if strings.Contains(body, hostile) {
 				t.Errorf("GET %s writes cluster data unescaped", tc.path)
 			}
-			if strings.HasPrefix(tc.path, "/api/") && tc.status == http.StatusOK && !json.Valid([]byte(body)) {
+			if strings.Contains(tc.path, "api/v1/") && tc.status == http.StatusOK && !json.Valid([]byte(body)) {
 				t.Errorf("GET %s is not JSON", tc.path)
 			}
 		})

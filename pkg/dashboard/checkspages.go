@@ -32,7 +32,7 @@ func preflightURL(path, plugin string, to migration.Mode) string {
 func renderPreflight(buf *bytes.Buffer, r preflight.Report, opts preflight.Options) {
 	w := htmlWriter{buf}
 	writeHead(w, "preflight", checksRefreshSeconds, checksRefreshSeconds, r.GeneratedAt)
-	w.raw("    <a href=\"/\">← rollout</a> · <strong id=\"nodes-managed\">")
+	w.raw("    <a href=\"" + PagePath + "\">← rollout</a> · <strong id=\"nodes-managed\">")
 	w.int(r.NodesManaged)
 	w.raw("</strong> managed nodes · <code>")
 	w.text(r.Config)
@@ -151,7 +151,7 @@ func sortedParams(p map[string]string) []string {
 func renderExplain(buf *bytes.Buffer, r explain.Report) {
 	w := htmlWriter{buf}
 	writeHead(w, "explain "+r.Target.String(), checksRefreshSeconds, checksRefreshSeconds, r.GeneratedAt)
-	w.raw("    <a href=\"/\">← rollout</a> · <strong id=\"target\">")
+	w.raw("    <a href=\"" + PagePath + "\">← rollout</a> · <strong id=\"target\">")
 	w.text(r.Target.String())
 	w.raw("</strong> · <code>")
 	w.text(r.Config)

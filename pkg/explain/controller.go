@@ -13,14 +13,11 @@ import (
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
-// rolloutPath is where a running controller serves its rollout report (pkg/dashboard APIPath).
-const rolloutPath = "/api/v1/rollout"
-
 // FetchController reads a running controller's memory: the rollout report its HTTP listener
-// (--http-addr) serves at /api/v1/rollout. base is the controller's address, e.g.
-// http://localhost:8080 after `kubectl -n adc-system port-forward deploy/adc 8080`. Every
-// failure says what to check.
-func FetchController(ctx context.Context, client *http.Client, base string) (*rollout.Report, error) {
+// (--http-addr) serves at rolloutPath (pkg/dashboard's APIPath, passed in: the dashboard
+// imports this package). base is the controller's address, e.g. http://localhost:8080 after
+// `kubectl -n adc-system port-forward deploy/adc 8080`. Every failure says what to check.
+func FetchController(ctx context.Context, client *http.Client, base, rolloutPath string) (*rollout.Report, error) {
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--controller %q is not an http(s) URL; give the controller's address, e.g. http://localhost:8080", base)

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/migration-aware/adc/pkg/dashboard"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/preflight"
 	"github.com/migration-aware/adc/pkg/rollout"
@@ -122,7 +123,7 @@ func TestExplainWithControllerMemory(t *testing.T) {
 
 	var held rollout.HeldPair
 	framework.Eventually(t.Context(), t, "adc holding the volume and retrying", 30*time.Second, func(ctx context.Context) (bool, string) {
-		code, body := httpGet(ctx, base+"/api/v1/rollout")
+		code, body := httpGet(ctx, base+dashboard.APIPath)
 		var r rollout.Report
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil {
 			return false, fmt.Sprintf("%d %s", code, body)
@@ -156,13 +157,13 @@ func TestExplainWithControllerMemory(t *testing.T) {
 	text, _, _ := runADC(t, "explain", "pod", ns+"/app", "--kubeconfig", cp.KubeconfigPath, "--controller", base)
 	t.Logf("adc explain pod %s/app --controller %s:\n%s", ns, base, text)
 
-	if code, body := httpGet(t.Context(), base+"/explain?pod="+ns+"/app"); code != http.StatusOK || !strings.Contains(body, "driver-registration") || !strings.Contains(body, "held: waiting for CSI driver") {
+	if code, body := httpGet(t.Context(), base+dashboard.ExplainPath+"?pod="+ns+"/app"); code != http.StatusOK || !strings.Contains(body, "driver-registration") || !strings.Contains(body, "held: waiting for CSI driver") {
 		t.Errorf("GET /explain = %d, want the page with the hold:\n%s", code, body)
 	}
-	if code, body := httpGet(t.Context(), base+"/api/v1/explain?pod="+ns+"/missing"); code != http.StatusNotFound {
+	if code, body := httpGet(t.Context(), base+dashboard.ExplainAPIPath+"?pod="+ns+"/missing"); code != http.StatusNotFound {
 		t.Errorf("GET /api/v1/explain of a missing pod = %d %s, want 404", code, body)
 	}
-	code, body := httpGet(t.Context(), base+"/api/v1/preflight?plugin=gce-pd&to=complete")
+	code, body := httpGet(t.Context(), base+dashboard.PreflightAPIPath+"?plugin=gce-pd&to=complete")
 	var pre preflight.Report
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &pre) != nil {
 		t.Fatalf("GET /api/v1/preflight = %d %s", code, body)
