@@ -198,6 +198,9 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return current
 	}
 	serving.Rollout(srv, adcMetrics, opts.Migration, currentView)
+	if err := serving.Checks(srv, base, opts.Migration, opts.MaxWaitForUnmount, currentView); err != nil {
+		return err
+	}
 	f.profiling.install(srv)
 	serveErr, err := serve(ctx, srv, f.serving, f.kubeconfig)
 	if err != nil {

@@ -119,14 +119,14 @@ func TestPrometheusBoard(t *testing.T) {
 	client := framework.Get(t).Client
 	kubelet := simulator.Kubelet{Client: client}
 	waitAttached(t, ctx, rc.notMigrated, false)
-	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, gcePlugin); err != nil {
+	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, gcePlugin, nodeDrivers...); err != nil {
 		t.Fatal(err)
 	}
 	waitAttached(t, ctx, rc.notMigrated, true)
 	flipsQuery := `sum(` + metrics.NodeFlipsName + `{plugin="` + gcePlugin + `"})`
 	_, err := prom.poll(flipsQuery, all("")(atLeast(1)), 5*time.Second)
 	flipsExported := err == nil
-	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, ""); err != nil {
+	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, "", nodeDrivers...); err != nil {
 		t.Fatal(err)
 	}
 	if flipsExported {

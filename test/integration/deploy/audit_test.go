@@ -41,6 +41,8 @@ var grantsNotExercised = map[string]string{
 	// binary, which lists plainly, runs the Deployment's default sources (csinode, csidriver).
 	"list csinodeinfos.csi.storage.k8s.io": "pkg/adc csinodeinfo.go: the dynamic informer of --node-migration-source=csinodeinfo|auto lists where the API server does not stream lists",
 	"list csidrivers.csi.storage.k8s.io":   "pkg/adc seedcsidriver.go: the dynamic informer of --driver-info-source=seed|auto lists where the API server does not stream lists",
+	// Only when an operator opens the dashboard's /preflight page.
+	"list storageclasses.storage.k8s.io": "pkg/preflight List (internal/serving Checks): the /preflight page and /api/v1/preflight check in-tree StorageClasses",
 }
 
 // checkAudit is the package's AfterTests: the RBAC checks over the whole suite's audit log.
