@@ -11,6 +11,9 @@ const (
 	ReasonFailedAttach = "FailedAttachVolume"
 	// ReasonWaitingForNode: the node has not reported its migration state yet.
 	ReasonWaitingForNode = "WaitingForNodeMigrationState"
+	// ReasonWaitingForDriver: the node's CSINode does not list the CSI driver the volume goes
+	// through yet (its node plugin has not registered); no VolumeAttachment until it does.
+	ReasonWaitingForDriver = "WaitingForDriverRegistration"
 	// ReasonWaitingForClaim: the pod's claim is missing, unbound, or bound to a missing PV.
 	ReasonWaitingForClaim = "WaitingForVolumeBinding"
 	// ReasonDecisionError: the attach cannot be decided safely (bad volume, version skew).

@@ -218,16 +218,8 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	}
 	st.Reason += suffix
 	r.retryIn(next.Sub(r.now))
-	reason := ReasonDecisionError
-	switch {
-	case p.d.Mechanism == migration.MechanismWait && p.pv == nil && p.inline == nil:
-		reason = ReasonWaitingForClaim
-	case p.d.Mechanism == migration.MechanismWait:
-		reason = ReasonWaitingForNode
-	case p.d.Mechanism == migration.MechanismInTree:
-		reason = ReasonNoInTreeAttacher
-	}
-	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
+	reason, eventType := holdReason(&p.d)
+	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, eventType, reason, st.Reason, r.events)
 	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podRef(), "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
@@ -298,4 +290,21 @@ func displayVolume(p *pair) string {
 		return p.pvName
 	}
 	return p.volume
+}
+
+// holdReason is the Event reason and type of a held pair, named from what its decision waits
+// for. A driver that has not registered on the node yet is a normal step of a node's start
+// (the kubelet writes its CSINode annotation before the driver), so its Event is Normal.
+func holdReason(d *migration.Decision) (reason, eventType string) {
+	switch {
+	case d.Mechanism == migration.MechanismWait && d.WaitCause == migration.WaitVolumeBinding:
+		return ReasonWaitingForClaim, v1.EventTypeWarning
+	case d.Mechanism == migration.MechanismWait && d.WaitCause == migration.WaitDriverRegistration:
+		return ReasonWaitingForDriver, v1.EventTypeNormal
+	case d.Mechanism == migration.MechanismWait:
+		return ReasonWaitingForNode, v1.EventTypeWarning
+	case d.Mechanism == migration.MechanismInTree:
+		return ReasonNoInTreeAttacher, v1.EventTypeWarning
+	}
+	return ReasonDecisionError, v1.EventTypeWarning
 }
