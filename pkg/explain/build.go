@@ -31,10 +31,9 @@ type Options struct {
 }
 
 // NotExposed is what a running controller keeps in memory about a pair but does not expose
-// through its snapshot or /api/v1/rollout, so no explanation can show it yet.
+// through its snapshot or /dashboard/api/v1/rollout, so no explanation can show it yet.
 var NotExposed = []string{
-	"the phase of pairs that are not held (attaching, attached, detach-blocked): /api/v1/rollout lists held pairs only",
-	"operations under way (a create or delete sent and not answered): only finished operations are listed",
+	"the phase of pairs that are not held (attaching, attached, detach-blocked): the rollout report lists held pairs only",
 	"create expectations and ReadWriteOnce reservations (which node a volume is reserved for while its attach is in flight)",
 	"detaching marks and pending node status writes",
 }
@@ -309,7 +308,7 @@ func claimOf(pv *v1.PersistentVolume) string {
 
 // memoryOf picks what the controller's report says about one pair and its volume.
 func memoryOf(r *rollout.Report, node, pod, volume string, names migration.VolumeNames) *Memory {
-	m := &Memory{Problems: []rollout.Problem{}, Operations: []rollout.OperationRecord{}}
+	m := &Memory{Problems: []rollout.Problem{}, Operations: []rollout.OperationRecord{}, UnderWay: []rollout.OperationRecord{}}
 	for i := range r.Held {
 		if h := r.Held[i]; h.Node == node && h.Pod == pod && h.Volume == volume {
 			m.Held = &h
@@ -320,9 +319,17 @@ func memoryOf(r *rollout.Report, node, pod, volume string, names migration.Volum
 			m.Problems = append(m.Problems, p)
 		}
 	}
+	ofVolume := func(op rollout.OperationRecord) bool {
+		return op.Volume != "" && (op.Volume == names.CSIUnique || op.Volume == names.InTreeUnique || op.Volume == names.VolumeAttachment)
+	}
 	for _, op := range r.Operations {
-		if op.Volume != "" && (op.Volume == names.CSIUnique || op.Volume == names.InTreeUnique || op.Volume == names.VolumeAttachment) {
+		if ofVolume(op) {
 			m.Operations = append(m.Operations, op)
+		}
+	}
+	for _, op := range r.UnderWay {
+		if ofVolume(op) {
+			m.UnderWay = append(m.UnderWay, op)
 		}
 	}
 	return m

@@ -18,7 +18,7 @@ func RenderText(w io.Writer, r Report) error {
 		if c.Standby {
 			fmt.Fprintf(&b, "controller %s is a standby replica and has no memory to show: %s\n", flat(c.Address), flat(c.Message))
 		} else {
-			fmt.Fprintf(&b, "controller %s: held pairs, problems and recent operations from its memory; not exposed: %s\n", flat(c.Address), strings.Join(c.NotExposed, "; "))
+			fmt.Fprintf(&b, "controller %s: held pairs, problems, recent operations and operations under way from its memory; not exposed: %s\n", flat(c.Address), strings.Join(c.NotExposed, "; "))
 		}
 	}
 	for _, n := range r.Notes {
@@ -106,6 +106,9 @@ func writeVolume(b *strings.Builder, v Volume) {
 				result = "failed: " + op.Error
 			}
 			fmt.Fprintf(b, "    controller operation: %s on node %s at %s took %.3fs, %s\n", op.Kind, flat(op.Node), op.Time.UTC().Format(time.RFC3339), op.DurationSeconds, flat(result))
+		}
+		for _, op := range m.UnderWay {
+			fmt.Fprintf(b, "    controller operation under way: %s on node %s, requested at %s\n", op.Kind, flat(op.Node), op.Time.UTC().Format(time.RFC3339))
 		}
 	}
 	fmt.Fprintf(b, "    next: %s\n", flat(v.Next))

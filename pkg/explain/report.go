@@ -145,4 +145,7 @@ type Memory struct {
 	// Operations are the controller's recent attach and detach operations of the volume on
 	// any node, newest first.
 	Operations []rollout.OperationRecord `json:"operations"`
+	// UnderWay are the controller's attaches and detaches of the volume requested and not
+	// ended yet (Time is when each was requested).
+	UnderWay []rollout.OperationRecord `json:"underWay"`
 }

@@ -111,6 +111,26 @@ func (p *Pending) DetachEnded(name string) (Operation, bool) {
 	return op, ok
 }
 
+// List returns the operations under way, oldest first.
+func (p *Pending) List() []Operation {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Operation, 0, len(p.attaching)+len(p.detaching))
+	for _, op := range p.attaching {
+		out = append(out, op)
+	}
+	for _, op := range p.detaching {
+		out = append(out, op)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.Before(out[j].Started)
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}
+
 // Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
 func (p *Pending) Names() []string {
 	p.mu.Lock()
