@@ -14,8 +14,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# -tags grpcnotrace: as `make build` (see the Makefile; 62 MB instead of 96 MB).
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/adc ./cmd/adc
+    go build -trimpath -buildvcs=false -tags grpcnotrace -ldflags="-s -w" -o /out/adc ./cmd/adc
 
 # nonroot: uid/gid 65532, the user the Deployment's securityContext expects.
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -52,6 +52,12 @@ a separate program so that this binary does not link the end-to-end harness).`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Serve {
+				// Before the demo runs, not after: plain HTTP listens on loopback only.
+				if err := server.CheckLoopback(o.HTTPAddr); err != nil {
+					return err
+				}
+			}
 			if err := logToFile(logFile); err != nil {
 				return err
 			}
@@ -80,7 +86,7 @@ a separate program so that this binary does not link the end-to-end harness).`,
 	f.DurationVar(&o.LateCSINode, "late-csinode-after", 3*time.Second, "When the late node's simulated kubelet registers its CSINode.")
 	f.DurationVar(&o.AttachDelay, "attach-delay", 300*time.Millisecond, "How long a simulated attach takes.")
 	f.BoolVar(&o.Serve, "serve", false, "Keep running with the HTTP listener (dashboard, /metrics) up after converging.")
-	f.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "Listener address for --serve.")
+	f.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "Listener address for --serve: plain HTTP, so a loopback address only.")
 	f.StringVar(&logFile, "log-file", filepath.Join(os.TempDir(), "adc-demo.log"), "Where the controller's log goes (the terminal shows progress).")
 	return cmd
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -47,7 +46,7 @@ type controllerFlags struct {
 	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	resync             time.Duration
-	httpAddr           string
+	serving            *server.Options
 	profiling          profilingFlags
 
 	leaderElect   bool
@@ -61,7 +60,7 @@ type controllerFlags struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration()}
+	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions()}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the migration-aware attach/detach controller until SIGINT or SIGTERM",
@@ -79,14 +78,13 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	var fss cliflag.NamedFlagSets
 	rec := fss.FlagSet("recommended")
 	rec.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
-	rec.StringVar(&f.httpAddr, "http-addr", ":8080", "Address of the HTTP listener for /healthz, /readyz, /metrics and the dashboard; empty disables it.")
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
 	f.migration.add(rec)
-	rec.IntVar(&f.workers, "workers", 10, "Number of nodes reconciled in parallel (and of node status writers).")
+	rec.IntVar(&f.workers, "workers", adc.DefaultWorkers, "Number of nodes reconciled in parallel (and of node status writers).")
 	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
 	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
-	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", 6*time.Minute, "How long a node may be not Ready before its in-use volumes are force-detached.")
+	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", adc.DefaultOptions().MaxWaitForUnmount, "How long a node may be not Ready before its in-use volumes are force-detached.")
 	other := fss.FlagSet("other")
 	other.StringVar(&f.leaseName, "leader-elect-lease-name", "adc", "Name of the leader election Lease.")
 	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
@@ -94,6 +92,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
+	f.serving.AddFlags(&fss)
 	f.profiling.add(fss.FlagSet("debugging"))
 	logsapi.AddFlags(f.logging, fss.FlagSet("logging"))
 	for _, fs := range fss.FlagSets {
@@ -136,6 +135,9 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	}
 	opts.MaxWaitForUnmount = f.maxWaitForUnmount
 	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
+	if err := f.serving.Validate(); err != nil {
+		return opts, err
+	}
 	return opts, opts.Validate()
 }
 
@@ -157,21 +159,12 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 	base.UserAgent = "adc-controller"
 	// One budget of --kube-api-qps/--kube-api-burst, in which node status writes go first.
-	cfg, statusCfg, budget := volumeattach.PrioritizedBudget(base, f.qps, f.burst)
-	client, err := kubernetes.NewForConfig(cfg)
+	clients, err := volumeattach.NewClients(base, f.qps, f.burst)
 	if err != nil {
-		return fmt.Errorf("building the Kubernetes client: %w", err)
+		return err
 	}
-	statusClient, err := kubernetes.NewForConfig(statusCfg)
-	if err != nil {
-		return fmt.Errorf("building the node status client: %w", err)
-	}
-	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
-	opts.APIBudget = budget
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building the dynamic client: %w", err)
-	}
+	client, dyn := clients.Client, clients.Dynamic
+	opts.NodeStatus, opts.APIBudget = clients.NodeStatus, clients.Budget
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -205,14 +198,13 @@ func runController(parent context.Context, f *controllerFlags) error {
 		return current
 	}
 	serving.Rollout(srv, adcMetrics, opts.Migration, currentView)
+	if err := serving.Checks(srv, base, opts.Migration, opts.MaxWaitForUnmount, currentView); err != nil {
+		return err
+	}
 	f.profiling.install(srv)
-	serveErr := make(chan error, 1)
-	if f.httpAddr != "" {
-		l, err := server.Listen(f.httpAddr)
-		if err != nil {
-			return err
-		}
-		go func() { serveErr <- srv.Serve(ctx, l) }()
+	serveErr, err := serve(ctx, srv, f.serving, f.kubeconfig)
+	if err != nil {
+		return err
 	}
 
 	run := func(ctx context.Context) {
@@ -313,7 +305,7 @@ func leaseNamespace(f *controllerFlags) string {
 	return "default"
 }
 
-// firstErr returns the HTTP listener's error if it already ended with one.
+// firstErr returns a listener's error if one already ended with one.
 func firstErr(errs chan error) error {
 	select {
 	case err := <-errs:

@@ -8,15 +8,18 @@ import (
 	"github.com/migration-aware/adc/pkg/server"
 )
 
-// profilingFlags are --profiling and --contention-profiling, named and defaulted as in
-// kube-controller-manager so operators find the same switches.
+// profilingFlags are --profiling and --contention-profiling, named as in
+// kube-controller-manager so operators find the same switches. Unlike there, --profiling is
+// off by default: a CPU profile or a trace keeps a core busy for as long as it is asked to,
+// so it is served only when asked for, and then only on the secure port, to whoever may get
+// the non-resource URL /debug/*.
 type profilingFlags struct {
 	profiling  bool
 	contention bool
 }
 
 func (p *profilingFlags) add(fs *pflag.FlagSet) {
-	fs.BoolVar(&p.profiling, "profiling", true, "Serve Go runtime profiles (CPU, heap, goroutines, traces) under /debug/pprof/ on the HTTP listener (--http-addr).")
+	fs.BoolVar(&p.profiling, "profiling", false, "Serve Go runtime profiles (CPU, heap, goroutines, traces) under /debug/pprof/ on the secure port (--secure-port), to users the API server allows get on the non-resource URL /debug/*; never on --http-addr.")
 	fs.BoolVar(&p.contention, "contention-profiling", false, "Record block and mutex contention for /debug/pprof/block and /debug/pprof/mutex, if --profiling is on (costs a little on every contended lock and channel).")
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/migration-aware/adc/pkg/server"
 )
 
-// --profiling is on by default and serves /debug/pprof/; --profiling=false leaves every
-// pprof path 404; --contention-profiling turns on mutex (and block) profiling, only with
-// --profiling.
+// --profiling is off by default and leaves every pprof path 404; --profiling serves
+// /debug/pprof/ (on the secure port's handler only: see pkg/server); --contention-profiling
+// turns on mutex (and block) profiling, only with --profiling.
 func TestProfilingFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
@@ -22,10 +22,10 @@ func TestProfilingFlags(t *testing.T) {
 		wantCode       int
 		wantContention bool
 	}{
-		{"default", nil, http.StatusOK, false},
-		{"off", []string{"--profiling=false"}, http.StatusNotFound, false},
-		{"contention", []string{"--contention-profiling"}, http.StatusOK, true},
-		{"contention without profiling", []string{"--profiling=false", "--contention-profiling"}, http.StatusNotFound, false},
+		{"default is off", nil, http.StatusNotFound, false},
+		{"on", []string{"--profiling"}, http.StatusOK, false},
+		{"contention", []string{"--profiling", "--contention-profiling"}, http.StatusOK, true},
+		{"contention without profiling", []string{"--contention-profiling"}, http.StatusNotFound, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(0))

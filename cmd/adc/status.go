@@ -68,7 +68,7 @@ mechanism; --plugin P shows each node's state for P and --state narrows to one s
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster service account")
-	f.StringVarP(&o.output, "output", "o", o.output, "output format: text or json (the schema of /api/v1/rollout)")
+	f.StringVarP(&o.output, "output", "o", o.output, "output format: text or json (the schema of /dashboard/api/v1/rollout)")
 	f.StringVar(&o.checkComplete, "check-complete", "", "in-tree plugin to check: exit 0 only when switching it to complete is safe now, else list the blockers and exit 1")
 	f.BoolVar(&o.nodes, "nodes", false, "print the managed nodes instead of the summary: kubelet version, the object each reports through, migrated plugins and volumes by mechanism")
 	f.StringVar(&o.plugin, "plugin", "", "with --nodes: show each node's state for this in-tree plugin")

@@ -114,11 +114,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Register != nil {
 		o.Register(srv, ctrl)
 	}
-	l, err := server.Listen(o.HTTPAddr)
+	l, err := server.ListenLoopback(o.HTTPAddr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nserving the dashboard on http://%s/ (metrics on /metrics); the cluster's kubeconfig is %s\nPress Ctrl-C to stop.\n", l.Addr(), cp.KubeconfigPath)
+	fmt.Fprintf(out, "\nserving the dashboard on http://%s/dashboard/ (metrics on /metrics); the cluster's kubeconfig is %s\nPress Ctrl-C to stop.\n", l.Addr(), cp.KubeconfigPath)
 	return srv.Serve(ctx, l)
 }
 

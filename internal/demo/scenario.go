@@ -23,10 +23,12 @@ type node struct {
 	drivers  []string
 }
 
+// nodes register the CSI drivers their pods' volumes go through: adc attaches nothing
+// through a driver the node's CSINode does not list.
 var nodes = []node{
-	{name: "gke-pool-a-1", migrated: "kubernetes.io/aws-ebs,kubernetes.io/gce-pd", drivers: []string{"pd.csi.storage.gke.io", "ebs.csi.aws.com"}},
-	{name: "gke-pool-a-2", migrated: "kubernetes.io/aws-ebs,kubernetes.io/gce-pd", drivers: []string{"pd.csi.storage.gke.io", "ebs.csi.aws.com"}},
-	{name: "legacy-pool-1", migrated: ""},
+	{name: "gke-pool-a-1", migrated: "kubernetes.io/aws-ebs,kubernetes.io/gce-pd", drivers: []string{"pd.csi.storage.gke.io", "ebs.csi.aws.com", "disk.csi.example.com", "files.csi.example.com"}},
+	{name: "gke-pool-a-2", migrated: "kubernetes.io/aws-ebs,kubernetes.io/gce-pd", drivers: []string{"pd.csi.storage.gke.io", "ebs.csi.aws.com", "disk.csi.example.com", "files.csi.example.com", "hostpath.csi.k8s.io"}},
+	{name: "legacy-pool-1", migrated: "", drivers: []string{"pxd.portworx.com"}},
 	{name: "new-pool-1", migrated: "-", drivers: []string{"ebs.csi.aws.com"}},
 }
 

@@ -1,17 +1,14 @@
 package adc
 
 import (
-	"sort"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
-
-const csiUniquePrefix = migration.CSIPluginName + "/"
 
 // attachment is one volume attached (or attaching, or detaching) to the node being
 // reconciled: a VolumeAttachment for CSI, an in-tree attachment otherwise.
@@ -40,58 +37,33 @@ func (a *attachment) mechanism() migration.Mechanism {
 // actualAttachments rebuilds the node's actual state from the VolumeAttachment cache, the
 // creates the cache has not shown yet, and the in-tree attachments (learned from the node's
 // status.volumesAttached, so a restart or a takeover from another controller keeps them).
-//
-// The store is read under the controller's lock: the informer updates its store before it
-// calls the handler that ends a create expectation (under the same lock), so a
-// VolumeAttachment the informer delivers meanwhile is either in this read of the store or
-// still expected, never in neither.
-func (c *Controller) actualAttachments(node *v1.Node, now time.Time) []*attachment {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	objs, _ := c.vas.ByIndex(vaByNodeIndex, node.Name)
-	atts := make([]*attachment, 0, len(objs))
-	seen := make(map[string]bool, len(objs))
-	for _, obj := range objs {
-		va, ok := vaOf(obj)
-		if !ok {
-			continue
-		}
-		seen[va.Name] = true
-		atts = append(atts, c.vaAttachmentLocked(va, node, now))
+// Memory reads the store and its expectations in one step (memory.NodeAttachments), so a
+// VolumeAttachment the informer delivers meanwhile is in one of the two, never in neither.
+func (c *Controller) actualAttachments(node *v1.Node) []*attachment {
+	view := c.mem.NodeAttachments(node)
+	atts := make([]*attachment, 0, len(view.VolumeAttachments)+len(view.InTree))
+	for _, v := range view.VolumeAttachments {
+		atts = append(atts, c.vaAttachment(v.VA, v.DeleteRequested, node))
 	}
-	// In name order, so a node's decisions (and their API calls) come in the same order for
-	// the same state.
-	expected := c.world.expectedVAs.onNode(node.Name)
-	names := make([]string, 0, len(expected))
-	for name := range expected {
-		if !seen[name] {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		atts = append(atts, c.vaAttachmentLocked(expected[name].va, node, now))
-	}
-	c.learnInTreeLocked(node)
-	for name, it := range c.world.inTree[node.Name] {
+	for _, it := range view.InTree {
 		it := it
-		atts = append(atts, &attachment{inTree: &it, uniqueName: name, attached: true, sourceKey: inTreeKey(name)})
+		atts = append(atts, &attachment{inTree: &it, uniqueName: it.Volume.UniqueName, attached: true, sourceKey: memory.InTreeKey(it.Volume.UniqueName)})
 	}
 	return atts
 }
 
-func (c *Controller) vaAttachmentLocked(va *storagev1.VolumeAttachment, node *v1.Node, now time.Time) *attachment {
+func (c *Controller) vaAttachment(va *storagev1.VolumeAttachment, deleteRequested bool, node *v1.Node) *attachment {
 	a := &attachment{
 		va:        va,
 		driver:    va.Spec.Attacher,
-		sourceKey: vaSourceKey(va),
+		sourceKey: memory.SourceKey(va),
 		attached:  va.Status.Attached,
-		deleting:  va.DeletionTimestamp != nil || c.deleteRequestedLocked(va),
+		deleting:  va.DeletionTimestamp != nil || deleteRequested,
 	}
 	switch src := va.Spec.Source; {
 	case src.PersistentVolumeName != nil:
 		a.pvName = *src.PersistentVolumeName
-		if driver, handle, ok := c.lookups.pvCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
+		if driver, handle, ok := c.lookups.PVCSIIdentity(a.pvName); ok && driver == va.Spec.Attacher {
 			a.uniqueName = migration.CSIUniqueName(driver, handle)
 		} else {
 			// The PersistentVolume is gone (or no longer names this driver): the node's own
@@ -112,7 +84,7 @@ func uniqueNameOnNode(va *storagev1.VolumeAttachment, node *v1.Node) string {
 	if node == nil {
 		return ""
 	}
-	prefix := csiUniquePrefix + va.Spec.Attacher + "^"
+	prefix := migration.CSIUniqueName(va.Spec.Attacher, "") // <plugin>/<driver>^
 	match := func(name string) bool {
 		handle, ok := strings.CutPrefix(name, prefix)
 		return ok && migration.VolumeAttachmentName(handle, va.Spec.Attacher, node.Name) == va.Name
@@ -128,20 +100,6 @@ func uniqueNameOnNode(va *storagev1.VolumeAttachment, node *v1.Node) string {
 		}
 	}
 	return ""
-}
-
-// pluginOfUniqueName returns the plugin part of an in-tree unique name such as
-// kubernetes.io/gce-pd/disk-1.
-func pluginOfUniqueName(name string) string {
-	first := strings.IndexByte(name, '/')
-	if first < 0 {
-		return name
-	}
-	second := strings.IndexByte(name[first+1:], '/')
-	if second < 0 {
-		return name
-	}
-	return name[:first+1+second]
 }
 
 // attachmentIndex finds the existing attachment of a pair's volume under any of its names.

@@ -2,12 +2,32 @@
 // volumes, nodes, CSINodes, CSIDrivers and VolumeAttachments through one shared informer
 // factory and, node by node, makes the attachments the scheduled pods need and removes the
 // ones nobody needs, without ever detaching a volume it is unsure about.
+//
+// Where things are:
+//
+//	controller.go, options.go   New, Run, the two queues (nodes, node status) and their workers
+//	handlers.go, indexers.go    informer event handlers: what change re-decides which node
+//	reconcile.go                syncNode: desired pairs against actual attachments, per node
+//	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
+//	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
+//	creates.go, detach.go       the attach and detach halves of a reconcile; detach of deleted nodes
+//	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
+//	expectations.go             the checker that ends create expectations the informer never will
+//	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
+//	snapshot.go, operations.go, flips.go, recent.go
+//	                            what adc reports: pair states, operations, migration flips
+//
+// and, under internal/: memory (adc's memory between reconciles, behind one lock, with its
+// invariants), cached (the compact informer forms), seedapi (the seed-API sources),
+// multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
+// kube-controller-manager.
 package adc
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +44,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/report"
+	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -42,15 +66,15 @@ type Controller struct {
 	opts   Options
 
 	pods       cache.Indexer
-	claimUsers *claimUsers // the pods of each claim, kept by the pod handler
+	claimUsers *cached.ClaimUsers // the pods of each claim, kept by the pod handler
 	nodes      corelisters.NodeLister
 	csiNodes   cache.Indexer
 	vas        cache.Indexer
-	nodeInfos  *csiNodeInfoSource
+	nodeInfos  *seedapi.NodeInfoSource
 	synced     []cache.InformerSynced
 
 	// seedDrivers reads seed-API CSIDrivers; nil unless --driver-info-source is seed or auto.
-	seedDrivers *seedDriverSource
+	seedDrivers *seedapi.DriverSource
 
 	// nodeQueue carries node names whose attachments must be reconciled.
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
@@ -65,22 +89,23 @@ type Controller struct {
 	// attachBatches admits the nodes that may send VolumeAttachment creates now.
 	attachBatches chan struct{}
 
-	lookups lookups
+	lookups cached.Lookups
 
 	// statusLocks serialize, per node (striped), status writes and detach decisions.
 	statusLocks [statusLockStripes]sync.Mutex
 
-	flips flipTracker
+	flips *report.Flips
 
-	mu    sync.Mutex
-	world *world
-	ops   *recent[Operation]
+	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
+	// its invariants); pending the CSI operations under way, for metrics.
+	mem     *memory.Memory
+	pending *report.Pending
+	ops     *report.Recent[Operation]
 
-	snapMu   sync.RWMutex
-	snapshot map[string][]pairRecord
-	// syncing counts the running reconciles per node (see markAttached).
-	syncing map[string]int
-	started bool
+	// pairs is the snapshot of every node's pairs, for metrics and the dashboard.
+	pairs *report.Pairs
+	// started is set once the caches have synced and the workers started.
+	started atomic.Bool
 }
 
 // New builds a controller on a shared informer factory. It registers the informers and
@@ -98,13 +123,12 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		attachments:   opts.Attachments,
 		status:        opts.NodeStatus,
 		recorder:      opts.Recorder,
-		world:         newWorld(),
-		claimUsers:    newClaimUsers(),
+		pending:       report.NewPending(),
+		claimUsers:    cached.NewClaimUsers(),
 		attachBatches: make(chan struct{}, opts.AttachBatches),
-		snapshot:      map[string][]pairRecord{},
-		syncing:       map[string]int{},
-		ops:           newRecent[Operation](recentOperationsSize),
-		flips:         flipTracker{recent: newRecent[NodeFlip](recentFlipsSize)},
+		ops:           report.NewRecent[Operation](recentOperationsSize),
+		flips:         report.NewFlips(),
+		pairs:         report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
@@ -137,7 +161,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
-	c.lookups = lookups{pvcs: pvcInf.Informer().GetIndexer(), pvs: pvInf.Informer().GetIndexer(), drivers: driverInf.Informer().GetIndexer()}
+	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
+	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -164,14 +189,14 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		if dyn == nil {
 			return nil, fmt.Errorf("node migration source %q reads CSINodeInfo objects and needs a dynamic client", opts.Migration.NodeSource)
 		}
-		c.nodeInfos = newCSINodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
+		c.nodeInfos = seedapi.NewNodeInfoSource(client, dyn, opts.CRDPollInterval, c.enqueueNode)
 	}
 	if opts.Migration.DriverSource.ReadsSeed() {
 		if dyn == nil {
 			return nil, fmt.Errorf("driver info source %q reads seed-API CSIDriver objects and needs a dynamic client", opts.Migration.DriverSource)
 		}
-		c.seedDrivers = newSeedDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
-		c.lookups.seed = c.seedDrivers
+		c.seedDrivers = seedapi.NewDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
+		c.lookups.Seed = c.seedDrivers
 	}
 	return c, nil
 }
@@ -198,19 +223,17 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	if c.nodeInfos != nil {
-		go c.nodeInfos.run(ctx)
+		go c.nodeInfos.Run(ctx)
 	}
 	if c.seedDrivers != nil {
 		// Blocks until the seed CSIDrivers are cached when their CRD is served, so no pair
 		// is decided on an empty cache; returns at once when the CRD is not installed.
-		c.seedDrivers.start(ctx)
+		c.seedDrivers.Start(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 	}
-	c.snapMu.Lock()
-	c.started = true
-	c.snapMu.Unlock()
+	c.started.Store(true)
 	c.enqueueAllNodes()
 
 	var wg sync.WaitGroup
@@ -233,9 +256,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // HasSynced reports whether the caches have synced and workers started; hosts use it for
 // readiness.
 func (c *Controller) HasSynced() bool {
-	c.snapMu.RLock()
-	defer c.snapMu.RUnlock()
-	return c.started
+	return c.started.Load()
 }
 
 func (c *Controller) runNodeWorker(ctx context.Context) {
@@ -305,7 +326,7 @@ func (c *Controller) enqueueAllNodes() {
 	for _, n := range nodes {
 		c.nodeQueue.Add(n.Name)
 	}
-	for _, name := range c.vas.ListIndexFuncValues(vaByNodeIndex) {
+	for _, name := range c.vas.ListIndexFuncValues(byNodeIndex) {
 		c.nodeQueue.Add(name)
 	}
 }

@@ -28,7 +28,7 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 	case r.c.attachBatches <- struct{}{}:
 	case <-ctx.Done():
 		for _, j := range r.creates {
-			r.c.unexpectVA(j.va, j.pair.ids.sourceKey)
+			r.c.mem.CreateFailed(j.va, j.pair.ids.sourceKey)
 		}
 		// Shutting down: nobody waits any more.
 		return
@@ -48,9 +48,9 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 			defer func() { <-slot }()
 			r.c.startOp(OperationAttach, j.va, j.pair, r.now)
 			stored, err := r.c.attachments.Create(ctx, j.va)
-			r.c.decCreating(r.node.Name)
+			r.c.mem.DecCreating(r.node.Name)
 			if err == nil && stored != nil {
-				r.c.createdVA(stored)
+				r.c.mem.Created(stored)
 			}
 			if err != nil {
 				r.c.abortOp(j.va.Name)
@@ -58,9 +58,9 @@ func (r *nodeRun) runCreates(ctx context.Context) {
 					// A timeout may come after the API server stored the object: keep the
 					// expectation and its ReadWriteOnce reservation until a read says
 					// (checkExpectations), or the informer shows it.
-					r.c.uncertainVA(j.va, r.now)
+					r.c.mem.CreateUncertain(j.va, r.now)
 				} else {
-					for _, n := range r.c.unexpectVA(j.va, j.pair.ids.sourceKey) {
+					for _, n := range r.c.mem.CreateFailed(j.va, j.pair.ids.sourceKey) {
 						r.c.enqueueNode(n)
 					}
 				}

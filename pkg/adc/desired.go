@@ -2,17 +2,16 @@ package adc
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // ManagedAnnotation marks the nodes whose attach and detach the controller owns.
 const ManagedAnnotation = migration.ManagedAnnotation
-
-func managed(node *v1.Node) bool { return migration.IsManagedNode(node) }
 
 // pair is one volume of one active pod on the node being reconciled, with its decision.
 type pair struct {
@@ -41,65 +40,38 @@ type identity struct {
 }
 
 func identify(d *migration.Decision, pvName, node string) identity {
-	var id identity
-	if d.Driver != "" && d.VolumeHandle != "" {
-		id.vaName = d.VolumeAttachmentName
-		if id.vaName == "" {
-			id.vaName = migration.VolumeAttachmentName(d.VolumeHandle, d.Driver, node)
-		}
-		id.csiUnique = migration.CSIUniqueName(d.Driver, d.VolumeHandle)
-	}
-	switch {
-	case d.Mechanism == migration.MechanismInTree:
-		id.inTreeUnique = d.UniqueName
-	case d.InTreeUniqueName != "":
-		id.inTreeUnique = d.InTreeUniqueName
-	}
+	names := migration.NamesOf(d, node)
+	id := identity{vaName: names.VolumeAttachment, csiUnique: names.CSIUnique, inTreeUnique: names.InTreeUnique}
 	switch {
 	case pvName != "":
-		id.sourceKey = pvKeyPrefix + pvName
+		id.sourceKey = memory.PVKey(pvName)
 	case d.Driver != "" && d.VolumeHandle != "":
-		id.sourceKey = inlineKeyPrefix + d.Driver + "^" + d.VolumeHandle
+		id.sourceKey = memory.InlineKey(d.Driver, d.VolumeHandle)
 	case id.inTreeUnique != "":
-		id.sourceKey = "intree:" + id.inTreeUnique
+		id.sourceKey = memory.InTreeKey(id.inTreeUnique)
 	}
 	return id
 }
 
 // desiredPairs decides every volume of every active pod scheduled to the node.
 func (c *Controller) desiredPairs(node *v1.Node) []*pair {
-	objs, err := c.pods.ByIndex(podByNodeIndex, node.Name)
+	objs, err := c.pods.ByIndex(byNodeIndex, node.Name)
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
 	nodeObjs := c.nodeObjects(node)
-	in := migration.Input{
-		NodeName:    node.Name,
-		Node:        node,
-		CSINode:     nodeObjs.CSINode,
-		CSINodeInfo: nodeObjs.CSINodeInfo,
-		CSIDrivers:  c.lookups,
-	}
-	cfg := &c.opts.Migration
 	var pairs []*pair
 	for _, obj := range objs {
-		if p, ok := placementOf(obj); !ok || !p.active() {
+		if p, ok := cached.PlacementOf(obj); !ok || !p.Active() {
 			continue
 		}
-		meta, volumes, ok := podVolumesOf(obj)
+		meta, volumes, ok := cached.PodVolumes(obj)
 		if !ok {
 			continue
 		}
-		namespace := meta.GetNamespace()
-		podKey := namespace + "/" + meta.GetName()
-		for _, pv := range migration.VolumesOf(meta, volumes, c.lookups) {
-			p := &pair{podObj: obj, podKey: podKey, volume: pv.Name, pvName: pv.PVName, pv: pv.PV, inline: pv.Inline}
-			if pv.Pending != nil {
-				p.d = *pv.Pending
-			} else {
-				in.PV, in.InlineVolume, in.PodNamespace = pv.PV, pv.Inline, namespace
-				p.d = migration.Decide(cfg, &in)
-			}
+		podKey := meta.GetNamespace() + "/" + meta.GetName()
+		for _, dv := range migration.DecidePod(&c.opts.Migration, meta, volumes, nodeObjs, c.lookups) {
+			p := &pair{podObj: obj, podKey: podKey, volume: dv.Name, pvName: dv.PVName, pv: dv.PV, inline: dv.Inline, d: dv.Decision}
 			p.ids = identify(&p.d, p.pvName, node.Name)
 			pairs = append(pairs, p)
 		}
@@ -110,7 +82,7 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 // podObject is the pair's pod, rebuilt from the cache for an Event: the one reader that needs
 // it whole.
 func (p *pair) podObject() runtime.Object {
-	pod, _ := podOf(p.podObj)
+	pod, _ := cached.PodOf(p.podObj)
 	return pod
 }
 
@@ -120,20 +92,4 @@ func (p *pair) podRef() klog.ObjectRef {
 		return klog.KObj(m)
 	}
 	return klog.ObjectRef{}
-}
-
-// podVolumesOf gives what deciding a pod's volumes reads of a pod cache entry (its metadata
-// and spec.volumes), without rebuilding a cached pod whole: only its volumes are.
-func podVolumesOf(obj interface{}) (metav1.Object, []v1.Volume, bool) {
-	switch p := obj.(type) {
-	case *v1.Pod:
-		if p != nil {
-			return &p.ObjectMeta, p.Spec.Volumes, true
-		}
-	case *cachedPod:
-		if p != nil {
-			return &p.compactMeta, p.v1Volumes(), true
-		}
-	}
-	return nil, nil, false
 }

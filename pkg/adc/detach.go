@@ -2,6 +2,7 @@ package adc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -38,7 +41,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	if a.va != nil {
 		st.VolumeAttachment = a.va.Name
 	} else if a.inTree != nil {
-		st.Plugin = a.inTree.volume.Plugin
+		st.Plugin = a.inTree.Volume.Plugin
 	}
 	r.states = append(r.states, st)
 
@@ -60,7 +63,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Phase = PhaseDetachBlocked
 		st.Reason = "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion"
 		return
-	case !managed(node):
+	case !migration.IsManagedNode(node):
 		st.Phase = PhaseDetachBlocked
 		st.Reason = "the node no longer has the " + ManagedAnnotation + " annotation; adc leaves its volumes alone"
 		return
@@ -84,7 +87,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	if a.uniqueName != "" {
 		// From here on no status write lists the volume again (the status lock, held since
 		// the fresh read, means none is in flight now).
-		r.c.markDetaching(r.node.Name, a.uniqueName)
+		r.c.mem.MarkDetaching(r.node.Name, a.uniqueName)
 		if listed(node, a.uniqueName) {
 			st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
 			return
@@ -186,9 +189,9 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 	logger := klog.FromContext(ctx)
 	if a.va != nil {
 		r.c.startOp(OperationDetach, a.va, nil, r.now)
-		r.c.requestDelete(a.va, r.now)
+		r.c.mem.RequestDelete(a.va, r.now)
 		if err := r.c.attachments.Delete(ctx, a.va.Name, a.va.UID); err != nil {
-			r.c.cancelDelete(a.va)
+			r.c.mem.CancelDelete(a.va)
 			r.c.abortOp(a.va.Name)
 			r.errs = append(r.errs, err)
 			return
@@ -200,7 +203,7 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 			// Already gone from the store (its delete event may have come before the
 			// operation started): nothing will end the operation.
 			r.c.abortOp(a.va.Name)
-		} else if va, isVA := vaOf(obj); isVA && va.UID != a.va.UID {
+		} else if va, isVA := cached.VAOf(obj); isVA && va.UID != a.va.UID {
 			r.c.abortOp(a.va.Name)
 		}
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
@@ -214,8 +217,8 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 		return
 	}
 	start := r.c.opts.Clock.Now()
-	err := attacher.Detach(ctx, a.inTree.volume, r.node.Name)
-	r.c.completedInTree(OperationDetach, r.node.Name, a.inTree.volume, start, err)
+	err := attacher.Detach(ctx, a.inTree.Volume, r.node.Name)
+	r.c.completedInTree(OperationDetach, r.node.Name, a.inTree.Volume, start, err)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.uniqueName, r.node.Name, err))
 		return
@@ -224,7 +227,7 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 		r.c.forced(forced)
 	}
 	logger.V(2).Info("Detached in-tree volume", "uniqueName", a.uniqueName)
-	for _, n := range r.c.forgetInTree(r.node.Name, a.uniqueName) {
+	for _, n := range r.c.mem.ForgetInTree(r.node.Name, a.uniqueName) {
 		r.c.enqueueNode(n)
 	}
 }
@@ -241,7 +244,7 @@ func volumeInUse(node *v1.Node, a *attachment) (bool, string) {
 		}
 		return false, ""
 	}
-	prefix := csiUniquePrefix + a.driver + "^"
+	prefix := migration.CSIUniqueName(a.driver, "") // <plugin>/<driver>^
 	for _, u := range node.Status.VolumesInUse {
 		if strings.HasPrefix(string(u), prefix) {
 			return true, "the volume of VolumeAttachment " + displayAttachment(a) + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.driver + " in use"
@@ -297,13 +300,13 @@ func displayAttachment(a *attachment) string {
 // cannot tell who managed it.
 func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Time) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
-	objs, _ := c.vas.ByIndex(vaByNodeIndex, name)
-	wasManaged, known := c.wasManaged(name)
+	objs, _ := c.vas.ByIndex(byNodeIndex, name)
+	wasManaged, known := c.mem.WasManaged(name)
 	var states []PairState
 	var toDetach []*storagev1.VolumeAttachment
 	left := 0
 	for _, obj := range objs {
-		va, ok := vaOf(obj)
+		va, ok := cached.VAOf(obj)
 		if !ok {
 			continue
 		}
@@ -321,19 +324,12 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 		}
 		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
 			Reason: "the node was deleted; detaching"})
-		c.mu.Lock()
-		requested := c.deleteRequestedLocked(va)
-		c.mu.Unlock()
+		requested := c.mem.DeleteRequested(va)
 		if va.DeletionTimestamp == nil && !requested {
 			toDetach = append(toDetach, va)
 		}
 	}
-	c.mu.Lock()
-	var inTree []inTreeAttachment
-	for _, it := range c.world.inTree[name] {
-		inTree = append(inTree, it)
-	}
-	c.mu.Unlock()
+	inTree := c.mem.InTreeOf(name)
 	if len(toDetach) > 0 || len(inTree) > 0 {
 		// The cache may miss a node that exists (its watch is behind): force-detach only what
 		// the API server confirms gone.
@@ -355,16 +351,17 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	}
 	for i := range inTree {
 		it := inTree[i]
-		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.volume.UniqueName}, ForcedDetachNodeDeleted)
+		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.Volume.UniqueName}, ForcedDetachNodeDeleted)
 	}
 	if left > 0 {
 		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node adc did not manage to their owner", "count", left)
 	}
 	if len(r.errs) == 0 && len(objs) == 0 {
-		c.forgetGoneNode(name)
+		c.flips.Forget(name)
+		c.mem.ForgetGoneNode(name)
 	}
-	c.setSnapshot(name, states, now)
-	return 0, joinErrs(r.errs)
+	c.pairs.Set(name, states, now)
+	return 0, errors.Join(r.errs...)
 }
 
 // goneNodeAttachmentIsOurs decides whether a VolumeAttachment of a deleted node that adc did

@@ -11,6 +11,9 @@ const (
 	ReasonFailedAttach = "FailedAttachVolume"
 	// ReasonWaitingForNode: the node has not reported its migration state yet.
 	ReasonWaitingForNode = "WaitingForNodeMigrationState"
+	// ReasonWaitingForDriver: the node's CSINode does not list the CSI driver the volume goes
+	// through yet (its node plugin has not registered); no VolumeAttachment until it does.
+	ReasonWaitingForDriver = "WaitingForDriverRegistration"
 	// ReasonWaitingForClaim: the pod's claim is missing, unbound, or bound to a missing PV.
 	ReasonWaitingForClaim = "WaitingForVolumeBinding"
 	// ReasonDecisionError: the attach cannot be decided safely (bad volume, version skew).
@@ -27,18 +30,9 @@ const (
 // active collects the keys that are still current, so the memory is dropped once the
 // condition clears.
 func (c *Controller) eventOnce(node string, obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
-	k := eventKey{pod: podKey, reason: reason}
+	k := eventKey{Pod: podKey, Reason: reason}
 	active[k] = true
-	c.mu.Lock()
-	same := c.world.events[node][k] == message
-	if !same {
-		if c.world.events[node] == nil {
-			c.world.events[node] = map[eventKey]string{}
-		}
-		c.world.events[node][k] = message
-	}
-	c.mu.Unlock()
-	if !same {
+	if c.mem.EventChanged(node, k, message) {
 		c.recorder.Event(obj(), eventType, reason, message)
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/report"
 )
 
 // expectationController is a controller with only what the expectation code touches: its
@@ -34,9 +37,10 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 	opts := DefaultOptions()
 	opts.Clock = clk
 	c := &Controller{
-		client: client, opts: opts, vas: store, world: newWorld(),
+		client: client, opts: opts, vas: store, pending: report.NewPending(),
 		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
+	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: clk, NewBackOff: c.newBackoff})
 	t.Cleanup(c.nodeQueue.ShutDown)
 	return c, clk
 }
@@ -80,7 +84,7 @@ func TestJudgeExpectation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			e := &expectedVA{va: created, stored: true, since: clk.Now().Add(-tc.age)}
+			e := memory.Expectation{VA: created, Stored: true, Since: clk.Now().Add(-tc.age)}
 			_, ctx := ktesting.NewTestContext(t)
 			if got := c.judgeExpectation(ctx, e, tc.storeRV, clk.Now()); got != tc.want {
 				t.Errorf("verdict = %d, want %d", got, tc.want)
@@ -95,24 +99,28 @@ func TestJudgeExpectation(t *testing.T) {
 func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 	c, clk := expectationController(t)
 	va := testVA("csi-a", "n1", "pv1", "", "")
-	c.expectVA(va, clk.Now())
-	c.world.reservations["pv:pv1"] = "n1"
-	c.world.waiters["pv:pv1"] = map[string]bool{"n2": true}
-	c.createdVA(testVA("csi-a", "n1", "pv1", "uid-1", "100"))
+	if other := c.mem.Reserve("n1", "pv:pv1", ""); other != "" {
+		t.Fatalf("a free volume is held by %q", other)
+	}
+	c.mem.ExpectCreate(va, clk.Now())
+	if other := c.mem.Reserve("n2", "pv:pv1", ""); other != "n1" {
+		t.Fatalf("n2 found the volume held by %q, want n1", other)
+	}
+	c.mem.Created(testVA("csi-a", "n1", "pv1", "uid-1", "100"))
 	_, ctx := ktesting.NewTestContext(t)
 
 	c.vas.Bookmark("99")
 	c.checkExpectations(ctx)
-	if c.world.expectedVAs.get("csi-a") == nil || c.world.reservations["pv:pv1"] != "n1" {
+	if _, ok := c.mem.Expectations()["csi-a"]; !ok || c.mem.Reserved("pv:pv1") != "n1" {
 		t.Fatalf("expectation or reservation ended before the store reached the create")
 	}
 
 	c.vas.Bookmark("150")
 	c.checkExpectations(ctx)
-	if c.world.expectedVAs.get("csi-a") != nil {
+	if _, ok := c.mem.Expectations()["csi-a"]; ok {
 		t.Errorf("expectation still pending after the store synced past it")
 	}
-	if holder := c.world.reservations["pv:pv1"]; holder != "" {
+	if holder := c.mem.Reserved("pv:pv1"); holder != "" {
 		t.Errorf("reservation still held by %q", holder)
 	}
 	woken := map[string]bool{}
@@ -137,21 +145,19 @@ func TestDeleteExpectationFollowsTheObject(t *testing.T) {
 	}{
 		{"before any event the old object is deleting, a new one is not", func(*Controller) {},
 			map[*storagev1.VolumeAttachment]bool{old: true, renewed: false}},
-		{"the delete event ends it", func(c *Controller) { c.goneVA(old) },
+		{"the delete event ends it", func(c *Controller) { c.mem.Gone(old) },
 			map[*storagev1.VolumeAttachment]bool{old: false, renewed: false}},
-		{"a delete event of another object keeps it", func(c *Controller) { c.goneVA(testVA("csi-a", "n1", "pv1", "uid-0", "90")) },
+		{"a delete event of another object keeps it", func(c *Controller) { c.mem.Gone(testVA("csi-a", "n1", "pv1", "uid-0", "90")) },
 			map[*storagev1.VolumeAttachment]bool{old: true}},
-		{"a new object under the name ends it", func(c *Controller) { c.observedVA(renewed) },
+		{"a new object under the name ends it", func(c *Controller) { c.mem.Observed(renewed) },
 			map[*storagev1.VolumeAttachment]bool{old: false, renewed: false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, clk := expectationController(t)
-			c.requestDelete(old, clk.Now())
+			c.mem.RequestDelete(old, clk.Now())
 			tc.events(c)
 			for va, want := range tc.wantDeleting {
-				c.mu.Lock()
-				got := c.deleteRequestedLocked(va)
-				c.mu.Unlock()
+				got := c.mem.DeleteRequested(va)
 				if got != want {
 					t.Errorf("deleting(%s) = %v, want %v", va.UID, got, want)
 				}
@@ -165,10 +171,39 @@ func TestDeleteExpectationFollowsTheObject(t *testing.T) {
 func TestDeleteEventBeforeCallReturns(t *testing.T) {
 	c, clk := expectationController(t)
 	va := testVA("csi-a", "n1", "pv1", "uid-1", "100")
-	c.requestDelete(va, clk.Now())
-	c.goneVA(va) // the informer, while Delete is in flight
+	c.mem.RequestDelete(va, clk.Now())
+	c.mem.Gone(va) // the informer, while Delete is in flight
 	// Delete returns: nothing more is recorded.
-	if len(c.world.deleteRequested) != 0 {
-		t.Errorf("delete requests left: %v", c.world.deleteRequested)
+	if _, _, deletes := c.mem.CheckerWork(); len(deletes) != 0 {
+		t.Errorf("delete requests left: %v", deletes)
 	}
+}
+
+// TestMultiAttachSeesAdcsCreateThroughout: a ReadWriteOnce volume adc is attaching to one node
+// is never free for another, from the create until the VolumeAttachment is deleted: first the
+// create expectation holds it, then, in the same step, the informer's copy.
+func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
+	c := newHandlerController(t)
+	va := newTestVA("csi-a", "n1", "pv1")
+	if other := c.mem.Reserve("n1", "pv:pv1", ""); other != "" {
+		t.Fatalf("a free volume is held by %q", other)
+	}
+	c.mem.ExpectCreate(va, time.Now())
+	c.mem.Created(va)
+	check := func(step, want string) {
+		t.Helper()
+		if other := c.mem.Reserve("n2", "pv:pv1", ""); other != want {
+			t.Errorf("%s: reserving for n2 found %q, want %q", step, other, want)
+		}
+	}
+	check("created, not shown yet", "n1")
+	c.vaHandler().OnAdd(va, false)
+	check("shown by the informer", "n1")
+	c.vaHandler().OnDelete(va)
+	check("deleted", "")
+}
+
+func newTestVA(name, node, pv string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
 }

@@ -10,9 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -35,6 +37,8 @@ type fixture struct {
 	clk    *testingclock.FakeClock
 	att    *recordingAttachments
 	status *apiStatus
+	// actions is every API write and fresh read the controller made, in order (actionLog).
+	actions *actionLog
 
 	nodes, pods, pvs, pvcs, csiNodes, drivers, vas cache.Indexer
 }
@@ -48,8 +52,13 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	f := &fixture{t: t, ctx: ctx, client: client, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0))}
-	f.status = &apiStatus{api: client}
-	f.att = &recordingAttachments{api: client}
+	f.actions = &actionLog{}
+	f.status = &apiStatus{api: client, log: f.actions}
+	f.att = &recordingAttachments{api: client, log: f.actions}
+	client.PrependReactor("get", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		f.actions.add("get node " + a.(clienttesting.GetAction).GetName())
+		return false, nil, nil
+	})
 	opts.Attachments, opts.NodeStatus, opts.Clock = f.att, f.status, f.clk
 	if opts.Recorder == nil {
 		opts.Recorder = record.NewFakeRecorder(1000)
@@ -180,7 +189,7 @@ func (f *fixture) syncNode(name string) {
 // checkMemory fails the test if an invariant of the controller's memory broke at step.
 func (f *fixture) checkMemory(step string) {
 	f.t.Helper()
-	if err := f.c.checkMemory(); err != nil {
+	if err := f.c.mem.Check(); err != nil {
 		f.t.Errorf("after %s: %v", step, err)
 	}
 }
@@ -198,6 +207,7 @@ func (f *fixture) syncStatus(name string) {
 // itself: the test decides when the store and the handlers see a write.
 type recordingAttachments struct {
 	api *fake.Clientset
+	log *actionLog
 
 	mu      sync.Mutex
 	creates []*storagev1.VolumeAttachment
@@ -218,6 +228,7 @@ func (r *recordingAttachments) Create(ctx context.Context, va *storagev1.VolumeA
 	stored.ResourceVersion = fmt.Sprint(1000 + r.rv)
 	r.creates = append(r.creates, stored)
 	r.mu.Unlock()
+	r.log.add("create " + va.Name)
 	if _, err := r.api.StorageV1().VolumeAttachments().Create(ctx, stored, metav1.CreateOptions{FieldManager: volumeattach.FieldManager}); err != nil {
 		return nil, err
 	}
@@ -229,6 +240,7 @@ func (r *recordingAttachments) Delete(ctx context.Context, name string, uid type
 	r.deletes = append(r.deletes, name)
 	entered, release := r.deleteEntered, r.deleteRelease
 	r.mu.Unlock()
+	r.log.add("delete " + name)
 	if entered != nil {
 		entered <- name
 		<-release
@@ -259,6 +271,7 @@ func (r *recordingAttachments) deleted() []string {
 // remembers every write.
 type apiStatus struct {
 	api    *fake.Clientset
+	log    *actionLog
 	mu     sync.Mutex
 	writes [][]v1.AttachedVolume
 }
@@ -269,10 +282,12 @@ func (s *apiStatus) PatchVolumesAttached(ctx context.Context, name string, vols 
 	s.mu.Lock()
 	s.writes = append(s.writes, vols)
 	s.mu.Unlock()
-	n, err := s.api.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	s.log.add(fmt.Sprintf("patch node %s status %v", name, attachedNames(vols)))
+	obj, err := s.api.Tracker().Get(v1.SchemeGroupVersion.WithResource("nodes"), "", name)
 	if err != nil {
 		return nil, err
 	}
+	n := obj.(*v1.Node).DeepCopy()
 	n.Status.VolumesAttached = vols
 	n.ResourceVersion = ""
 	return s.api.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
@@ -298,14 +313,28 @@ func attachedNames(vols []v1.AttachedVolume) []string {
 
 // eventMemoryLen and heldMemoryLen count what the controller remembers of Events sent and of
 // held pairs.
-func eventMemoryLen(c *Controller) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.world.events)
+func eventMemoryLen(c *Controller) int { return c.mem.Sizes().EventNodes }
+
+func heldMemoryLen(c *Controller) int { return c.mem.Sizes().HeldNodes }
+
+// actionLog records, in order, what the controller asked of the API server: VolumeAttachment
+// creates and deletes, node status writes, and fresh Node reads.
+type actionLog struct {
+	mu  sync.Mutex
+	all []string
 }
 
-func heldMemoryLen(c *Controller) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.world.held)
+func (l *actionLog) add(a string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, a)
+}
+
+// take returns the actions recorded since the last take.
+func (l *actionLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.all
+	l.all = nil
+	return out
 }

@@ -5,6 +5,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // Every handler turns an event into the names of the nodes whose attachments it may change;
@@ -13,31 +16,31 @@ import (
 func (c *Controller) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			c.claimUsers.update(nil, obj)
-			if p, ok := placementOf(obj); ok {
-				c.enqueueNode(p.node)
+			c.claimUsers.Update(nil, obj)
+			if p, ok := cached.PlacementOf(obj); ok {
+				c.enqueueNode(p.Node)
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			c.claimUsers.update(old, cur)
-			o, ok1 := placementOf(old)
-			n, ok2 := placementOf(cur)
+			c.claimUsers.Update(old, cur)
+			o, ok1 := cached.PlacementOf(old)
+			n, ok2 := cached.PlacementOf(cur)
 			if !ok1 || !ok2 {
 				return
 			}
-			if o.node != n.node {
-				c.enqueueNode(o.node)
+			if o.Node != n.Node {
+				c.enqueueNode(o.Node)
 			}
 			// A deleted pod's volumes stay wanted while a container runs: its node is
 			// decided again when the last one stops.
 			if o != n {
-				c.enqueueNode(n.node)
+				c.enqueueNode(n.Node)
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			c.claimUsers.update(unwrapTombstone(obj), nil)
-			if p, ok := placementOf(unwrapTombstone(obj)); ok {
-				c.enqueueNode(p.node)
+			c.claimUsers.Update(cached.UnwrapTombstone(obj), nil)
+			if p, ok := cached.PlacementOf(cached.UnwrapTombstone(obj)); ok {
+				c.enqueueNode(p.Node)
 			}
 		},
 	}
@@ -45,15 +48,15 @@ func (c *Controller) podHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if pvc, ok := claimOf(unwrapTombstone(obj)); ok {
-			c.enqueueClaimUsers(claimRef{pvc.Namespace, pvc.Name})
+		if pvc, ok := cached.ClaimOf(cached.UnwrapTombstone(obj)); ok {
+			c.enqueueClaimUsers(cached.ClaimRef{Namespace: pvc.Namespace, Name: pvc.Name})
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := claimOf(old)
-			n, ok2 := claimOf(cur)
+			o, ok1 := cached.ClaimOf(old)
+			n, ok2 := cached.ClaimOf(cur)
 			if ok1 && ok2 && o.Spec.VolumeName == n.Spec.VolumeName && o.Status.Phase == n.Status.Phase {
 				return
 			}
@@ -65,17 +68,17 @@ func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 
 func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		pv, ok := pvOf(unwrapTombstone(obj))
+		pv, ok := cached.PVOf(cached.UnwrapTombstone(obj))
 		if !ok || pv.Spec.ClaimRef == nil {
 			return
 		}
-		c.enqueueClaimUsers(claimRef{pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name})
+		c.enqueueClaimUsers(cached.ClaimRef{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name})
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur interface{}) {
-			o, ok1 := pvOf(old)
-			n, ok2 := pvOf(cur)
+			o, ok1 := cached.PVOf(old)
+			n, ok2 := cached.PVOf(cur)
 			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
 				return
 			}
@@ -86,14 +89,14 @@ func (c *Controller) pvHandler() cache.ResourceEventHandler {
 }
 
 // enqueueClaimUsers enqueues the nodes of the pods that use a claim.
-func (c *Controller) enqueueClaimUsers(claim claimRef) {
-	for _, key := range c.claimUsers.podKeys(claim) {
+func (c *Controller) enqueueClaimUsers(claim cached.ClaimRef) {
+	for _, key := range c.claimUsers.PodKeys(claim) {
 		obj, exists, err := c.pods.GetByKey(key)
 		if err != nil || !exists {
 			continue
 		}
-		if p, ok := placementOf(obj); ok {
-			c.enqueueNode(p.node)
+		if p, ok := cached.PlacementOf(obj); ok {
+			c.enqueueNode(p.Node)
 		}
 	}
 }
@@ -102,7 +105,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if n, ok := obj.(*v1.Node); ok {
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -110,7 +113,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
 			if ok2 {
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
@@ -124,9 +127,9 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if n, ok := unwrapTombstone(obj).(*v1.Node); ok {
+			if n, ok := cached.UnwrapTombstone(obj).(*v1.Node); ok {
 				// The last state seen decides whether adc detaches what the node leaves behind.
-				c.noteManaged(n.Name, managed(n))
+				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 				c.enqueueNode(n.Name)
 			}
 		},
@@ -135,7 +138,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 
 func (c *Controller) csiNodeHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
-		if n, ok := unwrapTombstone(obj).(*storagev1.CSINode); ok {
+		if n, ok := cached.UnwrapTombstone(obj).(*storagev1.CSINode); ok {
 			c.enqueueNode(n.Name)
 		}
 	}
@@ -160,9 +163,9 @@ func (c *Controller) csiDriverHandler() cache.ResourceEventHandler {
 func (c *Controller) vaHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if va, ok := vaOf(obj); ok {
-				created := c.observedVA(va)
-				c.vaChanged(va)
+			if va, ok := cached.VAOf(obj); ok {
+				created := c.mem.Observed(va)
+				c.endAttachIfDone(va)
 				if created && vaPending(va) {
 					// The reconcile that created it already counts it as attaching.
 					return
@@ -171,13 +174,13 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		UpdateFunc: func(old, cur interface{}) {
-			va, ok := vaOf(cur)
+			va, ok := cached.VAOf(cur)
 			if !ok {
 				return
 			}
-			c.observedVA(va)
-			c.vaChanged(va)
-			prev, ok := vaOf(old)
+			c.mem.Observed(va)
+			c.endAttachIfDone(va)
+			prev, ok := cached.VAOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)
 				return
@@ -190,7 +193,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			switch vaUpdateOf(prev, va) {
 			case vaUnchanged:
 			case vaNowAttached:
-				if !c.markAttached(va, c.opts.Clock.Now()) {
+				if !c.pairs.MarkAttached(va.Spec.NodeName, va.Name, c.opts.Clock.Now()) {
 					c.enqueueNode(va.Spec.NodeName)
 				}
 			default:
@@ -198,12 +201,12 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			va, ok := vaOf(unwrapTombstone(obj))
+			va, ok := cached.VAOf(cached.UnwrapTombstone(obj))
 			if !ok {
 				return
 			}
 			c.vaDeleted(va)
-			for _, node := range c.goneVA(va) {
+			for _, node := range c.mem.Gone(va) {
 				c.enqueueNode(node)
 			}
 			c.enqueueNode(va.Spec.NodeName)
@@ -255,11 +258,4 @@ func vaUpdateOf(old, cur *storagev1.VolumeAttachment) vaUpdate {
 // error, not being deleted.
 func vaPending(va *storagev1.VolumeAttachment) bool {
 	return !va.Status.Attached && va.Status.AttachError == nil && va.DeletionTimestamp == nil
-}
-
-func unwrapTombstone(obj interface{}) interface{} {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // newHandlerController is a controller whose handlers can be called directly; nothing runs.
@@ -141,15 +143,15 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 			t.Run(tc.name+"/"+form, func(t *testing.T) {
 				c := newHandlerController(t)
 				if tc.states != nil {
-					c.setSnapshot("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
+					c.pairs.Set("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
 				}
 				if tc.syncing {
-					defer c.beginSync("n1")()
+					defer c.pairs.BeginSync("n1")()
 				}
 				old, cur := interface{}(tc.old), interface{}(tc.cur)
 				if form == "cached" {
-					old, _ = cacheTransform(tc.old.DeepCopy())
-					cur, _ = cacheTransform(tc.cur.DeepCopy())
+					old, _ = cached.Transform(tc.old.DeepCopy())
+					cur, _ = cached.Transform(tc.cur.DeepCopy())
 				}
 				c.vaHandler().OnUpdate(old, cur)
 				if got := drain(c.nodeQueue); !reflect.DeepEqual(got, tc.wantNode) {
@@ -208,18 +210,65 @@ func TestVAHandlerAddsOfItsOwnCreates(t *testing.T) {
 			if tc.expect {
 				sent := va.DeepCopy()
 				sent.UID = ""
-				c.expectVA(sent, time.Now())
+				c.mem.ExpectCreate(sent, time.Now())
 				if tc.returned {
-					c.createdVA(va.DeepCopy())
+					c.mem.Created(va.DeepCopy())
 				}
 			}
 			c.vaHandler().OnAdd(tc.add, false)
 			if got := drain(c.nodeQueue); !reflect.DeepEqual(got, tc.wantNode) {
 				t.Errorf("node queue %v, want %v", got, tc.wantNode)
 			}
-			if pending := c.world.expectedVAs.get(va.Name) != nil; pending != tc.wantPending {
+			if _, pending := c.mem.Expectations()[va.Name]; pending != tc.wantPending {
 				t.Errorf("expectation pending after the add: %v, want %v", pending, tc.wantPending)
 			}
 		})
+	}
+}
+
+// TestPodHandlerEnqueuesWhatChangesDecisions: the pod handler reads whole and cached pods
+// alike and enqueues a node when what decides its volumes changes: placement, phase, deletion
+// and, for a deleted pod, its last running container stopping.
+func TestPodHandlerEnqueuesWhatChangesDecisions(t *testing.T) {
+	deleted := metav1.Now()
+	running := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	stopped := []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}}}
+	pod := func(node string, phase v1.PodPhase, del *metav1.Time, st []v1.ContainerStatus) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", DeletionTimestamp: del},
+			Spec: v1.PodSpec{NodeName: node}, Status: v1.PodStatus{Phase: phase, ContainerStatuses: st}}
+	}
+	cases := []struct {
+		name     string
+		old, cur *v1.Pod
+		want     []string
+	}{
+		{"nothing that decides changed", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodRunning, nil, running), nil},
+		{"scheduled", pod("", v1.PodPending, nil, nil), pod("n1", v1.PodPending, nil, nil), []string{"n1"}},
+		{"phase", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodSucceeded, nil, stopped), []string{"n1"}},
+		{"deleted while running", pod("n1", v1.PodRunning, nil, running), pod("n1", v1.PodRunning, &deleted, running), []string{"n1"}},
+		{"deleted pod's last container stopped", pod("n1", v1.PodRunning, &deleted, running), pod("n1", v1.PodRunning, &deleted, stopped), []string{"n1"}},
+	}
+	for _, tc := range cases {
+		for _, form := range []string{"whole", "cached"} {
+			t.Run(tc.name+"/"+form, func(t *testing.T) {
+				c := &Controller{nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+				defer c.nodeQueue.ShutDown()
+				old, cur := interface{}(tc.old), interface{}(tc.cur)
+				if form == "cached" {
+					old, _ = cached.Transform(tc.old.DeepCopy())
+					cur, _ = cached.Transform(tc.cur.DeepCopy())
+				}
+				c.podHandler().OnUpdate(old, cur)
+				var got []string
+				for c.nodeQueue.Len() > 0 {
+					n, _ := c.nodeQueue.Get()
+					got = append(got, n)
+					c.nodeQueue.Done(n)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("enqueued %v, want %v", got, tc.want)
+				}
+			})
+		}
 	}
 }

@@ -10,23 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
-
-func TestPluginOfUniqueName(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"gce pd", "kubernetes.io/gce-pd/disk-1", "kubernetes.io/gce-pd"},
-		{"vsphere path with slashes", "kubernetes.io/vsphere-volume/[ds] vols/a.vmdk", "kubernetes.io/vsphere-volume"},
-		{"no slash", "weird", "weird"},
-		{"one slash", "kubernetes.io/x", "kubernetes.io/x"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := pluginOfUniqueName(tc.in); got != tc.want {
-				t.Errorf("pluginOfUniqueName(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
-}
 
 func TestVASourceKey(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,7 +27,7 @@ func TestVASourceKey(t *testing.T) {
 		{"inline without csi", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{}}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := vaSourceKey(tc.va); got != tc.want {
+			if got := memory.SourceKey(tc.va); got != tc.want {
 				t.Errorf("vaSourceKey = %q, want %q", got, tc.want)
 			}
 		})
@@ -203,23 +189,24 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestHoldBacksOffOnlyWhenRetryIsDue(t *testing.T) {
-	c := &Controller{world: newWorld()}
+	c := &Controller{}
 	c.opts = Options{}.withDefaults()
 	c.opts.Backoff.RandomizationFactor = 0
+	c.mem = memory.New(memory.Options{Clock: c.opts.Clock, NewBackOff: c.newBackoff})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	key := pairKey{node: "n", pod: "ns/p", volume: "v"}
-	r, next := c.hold(key, "waiting", now)
+	key := pairKey{Node: "n", Pod: "ns/p", Volume: "v"}
+	r, next := c.mem.Hold(key, "waiting", now)
 	if r != 0 || next.Sub(now) != 500*time.Millisecond {
 		t.Fatalf("first hold: retries %d, next in %s; want 0 and 500ms", r, next.Sub(now))
 	}
 	// An event re-decides the node before the retry is due: the backoff does not advance.
-	if r, n2 := c.hold(key, "waiting", now.Add(100*time.Millisecond)); r != 0 || !n2.Equal(next) {
+	if r, n2 := c.mem.Hold(key, "waiting", now.Add(100*time.Millisecond)); r != 0 || !n2.Equal(next) {
 		t.Fatalf("early re-decide: retries %d, next %s; want 0 and %s", r, n2, next)
 	}
 	at := next
 	var delays []time.Duration
 	for i := 0; i < 10; i++ {
-		_, n := c.hold(key, "waiting", at)
+		_, n := c.mem.Hold(key, "waiting", at)
 		delays = append(delays, n.Sub(at))
 		at = n
 	}

@@ -152,6 +152,9 @@ func (h *harness) apply(c *apiCall, o outcome) {
 		}
 		if n := h.api.nodes[c.name]; n != nil {
 			c.ret = n.DeepCopy()
+			if stale, ok := h.mutateNodeRead(c.name); ok {
+				c.ret = stale
+			}
 		} else {
 			c.err = apierrors.NewNotFound(gr, c.name)
 		}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // exploreConfig is what a schedule may do besides the ordinary steps.
@@ -419,7 +421,7 @@ func uidOfNote(n notification) (string, types.UID) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if va, ok := vaOf(obj); ok {
+	if va, ok := cached.VAOf(obj); ok {
 		return va.Name, va.UID
 	}
 	return "", ""

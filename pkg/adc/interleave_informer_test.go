@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // informerModel is one informer as client-go runs it, cut into the steps the schedule
@@ -58,7 +60,7 @@ func objLabel(obj interface{}) string {
 	if m.GetNamespace() != "" {
 		s = m.GetNamespace() + "/" + s
 	}
-	if _, isVA := vaOf(obj); isVA {
+	if _, isVA := cached.VAOf(obj); isVA {
 		s += "[" + string(m.GetUID()) + "]"
 	}
 	return s
@@ -198,7 +200,7 @@ type vaStore struct {
 }
 
 func newVAStore(h *harness) *vaStore {
-	return &vaStore{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{vaByNodeIndex: vaNodeName}), h: h}
+	return &vaStore{Indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byNodeIndex: vaNodeName}), h: h}
 }
 
 func (s *vaStore) LastStoreSyncResourceVersion() string { return s.rv }
@@ -211,14 +213,14 @@ func (s *vaStore) Replace(list []interface{}, rv string) error {
 }
 
 func (s *vaStore) ByIndex(index, value string) ([]interface{}, error) {
-	if index == vaByNodeIndex {
+	if index == byNodeIndex {
 		if objs, ok := s.h.staleRead(value); ok {
 			return objs, nil
 		}
 	}
 	objs, err := s.Indexer.ByIndex(index, value)
 	sortByKey(objs)
-	if index == vaByNodeIndex {
+	if index == byNodeIndex {
 		s.h.storeRead(value, objs)
 	}
 	return objs, err

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // violation is one broken invariant, with the step that broke it.
@@ -236,7 +238,7 @@ func (h *harness) expectationEvidence(name string, e memExpectation, uid types.U
 	}
 	if h.ev.checker && e.stored {
 		obj, inStore, _ := h.vas.GetByKey(name)
-		if va, ok := vaOf(obj); inStore && ok {
+		if va, ok := cached.VAOf(obj); inStore && ok {
 			switch {
 			case va.UID == uid && memoryKnowsVA(h.c, va):
 				return "the checker found it in the store (the handler had shown it)", true
@@ -253,7 +255,7 @@ func (h *harness) expectationEvidence(name string, e memExpectation, uid types.U
 		return "the checker ended it with the store behind its create and without it", false
 	}
 	if obj, inStore, _ := h.vas.GetByKey(name); inStore && uid != "" {
-		if va, ok := vaOf(obj); ok && va.UID == uid {
+		if va, ok := cached.VAOf(obj); ok && va.UID == uid {
 			// createdVA observes the object from the store when the create's answer finds it
 			// there before its handler ran.
 			return "the store holds that very object (observed from the store)", true

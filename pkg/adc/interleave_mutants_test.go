@@ -5,7 +5,12 @@ import (
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // Mutants put back, inside the harness, defects the explorer once found and that were fixed
@@ -29,6 +34,11 @@ const (
 	// mutantAnyUID (defect 9): the VolumeAttachment handler ends the create expectation of
 	// the name on any object under it, whatever its UID (an older incarnation's late event).
 	mutantAnyUID mutant = "any-uid"
+	// mutantStaleNode (the stale-Node detach fixed before the safety issue, the incident of
+	// the API server restart): the read that confirms a detach answers with the informer's
+	// copy of the Node, which may be behind the kubelet's volumesInUse, instead of reading
+	// the API server.
+	mutantStaleNode mutant = "stale-node"
 )
 
 // mutantSpec is what a mutant must break, and the world whose schedules show it first (the
@@ -43,6 +53,9 @@ var mutants = map[mutant]mutantSpec{
 	mutantReadOutsideLock: {invRedundant, "rwo"},
 	// Only the recreate world has an older object under a name the controller creates again.
 	mutantAnyUID: {invExpectation, "recreate"},
+	// The recreate world's new pod makes its kubelet report the volume in use while the
+	// controller detaches it.
+	mutantStaleNode: {invDetachInUse, "recreate"},
 }
 
 // mutantNames lists the mutants in a fixed order.
@@ -68,15 +81,21 @@ func (h *harness) mutateChecker() {
 	if h.cfg.mutant != mutantSeenNoSources {
 		return
 	}
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	for name, e := range h.c.world.expectedVAs.byName {
+	exps := memoryExpectations(h.c)
+	names := make([]string, 0, len(exps))
+	for name := range exps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := exps[name]
 		if !e.stored {
 			continue
 		}
 		if obj, ok, _ := h.vas.Indexer.GetByKey(name); ok {
-			if va, isVA := vaOf(obj); isVA && va.UID == e.va.UID && !memoryKnowsVALocked(h.c, va) {
-				h.c.dropExpectationLocked(e)
+			if va, isVA := cached.VAOf(obj); isVA && va.UID == e.uid && !memoryKnowsVA(h.c, va) {
+				// Ended as if gone: the expectation and its reservation, nothing in the sources.
+				h.c.mem.Gone(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, UID: e.uid}})
 			}
 		}
 	}
@@ -89,14 +108,14 @@ func (h *harness) mutateWorkerStart(t *thread) {
 	if h.cfg.mutant != mutantReadOutsideLock || h.abandoning {
 		return
 	}
-	objs, _ := h.vas.Indexer.ByIndex(vaByNodeIndex, t.node)
+	objs, _ := h.vas.Indexer.ByIndex(byNodeIndex, t.node)
 	sortByKey(objs)
 	t.stale = map[string][]interface{}{t.node: objs}
 	var names []string
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
 		names = append(names, objLabel(o))
-		if va, ok := vaOf(o); ok {
+		if va, ok := cached.VAOf(o); ok {
 			t.readSeen[va.Name] = true
 		}
 	}
@@ -133,9 +152,25 @@ func (h *harness) mutateDelivered(n notification) {
 	if name == "" {
 		return
 	}
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	if e := h.c.world.expectedVAs.get(name); e != nil && e.stored {
-		h.c.dropExpectationLocked(e)
+	if e, ok := memoryExpectations(h.c)[name]; ok && e.stored {
+		// Ended by a tombstone-like delete that names no UID: whatever object is expected.
+		h.c.mem.Gone(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
+}
+
+// mutateNodeRead answers, for the stale-Node mutant, the controller's fresh read of a Node
+// with the copy its informer store holds.
+func (h *harness) mutateNodeRead(name string) (*v1.Node, bool) {
+	if h.cfg.mutant != mutantStaleNode {
+		return nil, false
+	}
+	obj, ok, _ := h.informers[resNodes].store.GetByKey(name)
+	if !ok {
+		return nil, false
+	}
+	n, isNode := obj.(*v1.Node)
+	if !isNode {
+		return nil, false
+	}
+	return n.DeepCopy(), true
 }

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 )
 
 // The controller's workers (a node reconcile, a status sync, the expectation checker) run
@@ -177,15 +179,14 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 	// A read under the controller's lock (actualAttachments reads the store under it, so the
 	// handler cannot run between the store read and the expectation read) is no point at
 	// which another thread can run: pausing there would only deadlock the harness.
-	if !h.c.mu.TryLock() {
+	if h.c.mem.Busy() {
 		return
 	}
-	h.c.mu.Unlock()
 	var names []string
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
 		names = append(names, objLabel(o))
-		if va, ok := vaOf(o); ok {
+		if va, ok := cached.VAOf(o); ok {
 			t.readSeen[va.Name] = true
 		}
 	}
@@ -205,7 +206,7 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 // parked thread holds. Which code takes the status lock is not modelled: a worker that has
 // neither taken nor released its node's status lock may take it at any point of its next
 // run, so it waits while another thread holds the stripe. A thread holding a lock never
-// waits for one (c.mu is never held across a park), so there is no cycle: the holder can
+// waits for one (memory's lock is never held across a park), so there is no cycle: the holder can
 // always go on and end.
 func (h *harness) resumable(t *thread) bool {
 	return !h.mayTakeStatusLock(t) || h.statusLockHolder(t.node, t) == nil

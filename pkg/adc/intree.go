@@ -5,24 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // InTreeVolume identifies an in-tree volume for an InTreeAttacher. PV or Inline is set when
 // the controller knows the volume's spec; after a restart, a detach may only know UniqueName.
-type InTreeVolume struct {
-	// Plugin is the in-tree plugin name, for example kubernetes.io/gce-pd.
-	Plugin string
-	// UniqueName is <plugin>/<volume id>, the name listed in Node status.volumesAttached.
-	UniqueName string
-	// PV is the PersistentVolume, for PV-backed volumes.
-	PV *v1.PersistentVolume
-	// Inline is the pod's volume, for inline volumes.
-	Inline *v1.Volume
-}
+// It is memory's type: in-tree attachments have no API object, memory holds them.
+type InTreeVolume = memory.InTreeVolume
 
 // InTreeAttacher attaches volumes with in-tree volume plugins. adc cannot do that on its own
 // (the plugins live in k8s.io/kubernetes); a host such as kube-controller-manager provides
@@ -71,22 +63,10 @@ func (c *Controller) verifyInTree(ctx context.Context, node string, now time.Tim
 	if attacher == nil {
 		return 0
 	}
-	c.mu.Lock()
-	vols := make([]InTreeVolume, 0, len(c.world.inTree[node]))
-	for _, it := range c.world.inTree[node] {
-		vols = append(vols, it.volume)
-	}
-	last := c.world.inTreeVerified[node]
+	vols, due := c.mem.InTreeDue(node, now, period)
 	if len(vols) == 0 {
-		c.mu.Unlock()
-		return 0
-	}
-	if due := last.Add(period).Sub(now); due > 0 {
-		c.mu.Unlock()
 		return due
 	}
-	c.world.inTreeVerified[node] = now
-	c.mu.Unlock()
 
 	logger := klog.FromContext(ctx)
 	attached, err := attacher.VolumesAreAttached(ctx, vols, node)
@@ -97,7 +77,7 @@ func (c *Controller) verifyInTree(ctx context.Context, node string, now time.Tim
 	for _, v := range vols {
 		if isAttached, reported := attached[v.UniqueName]; reported && !isAttached {
 			logger.V(2).Info("The in-tree attacher reports the volume detached; forgetting its attachment", "uniqueName", v.UniqueName)
-			for _, n := range c.forgetInTree(node, v.UniqueName) {
+			for _, n := range c.mem.ForgetInTree(node, v.UniqueName) {
 				c.enqueueNode(n)
 			}
 		}

@@ -8,68 +8,8 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
-// OperationKind is attach or detach.
-type OperationKind string
-
-const (
-	// OperationAttach: from the attach request (VolumeAttachment create, in-tree Attach) until
-	// the volume is attached (status.attached, or the in-tree call returned).
-	OperationAttach OperationKind = "attach"
-	// OperationDetach: from the detach request until the VolumeAttachment is gone or the
-	// in-tree Detach returned.
-	OperationDetach OperationKind = "detach"
-)
-
-// Operation is one finished attach or detach, for metrics and the dashboard.
-type Operation struct {
-	Kind   OperationKind
-	Node   string
-	Volume string // unique name, or VolumeAttachment name when the unique name is unknown
-	// Plugin is the volume plugin in upstream's metric terms: the in-tree plugin name for
-	// in-tree and migrated volumes, kubernetes.io/csi:<driver> for native CSI volumes.
-	Plugin    string
-	Mechanism migration.Mechanism
-	// Migrated is true for an in-tree volume attached through its CSI driver.
-	Migrated bool
-	Started  time.Time
-	Duration time.Duration
-	// Err is the failure message; empty for success.
-	Err string
-}
-
-// Observer is told about finished operations and forced detaches, as they happen; the
-// metrics package implements it. Calls must not block.
-type Observer interface {
-	OperationCompleted(Operation)
-	ForcedDetach(reason string)
-	// NodeRead is told about each fresh (quorum) read of a Node that confirms a detach, with
-	// its result (NodeReadOK, NodeReadNotFound, NodeReadError): the price of never detaching
-	// on a stale cache.
-	NodeRead(result string)
-	// NodeFlip is told about a managed node reporting plugin migrated or no longer migrated.
-	NodeFlip(plugin string)
-}
-
-// ForcedDetachReason values label the forced detach counter.
-const (
-	ForcedDetachOutOfService = "out-of-service"
-	ForcedDetachNotReady     = "timeout"
-	ForcedDetachNodeDeleted  = "node-deleted"
-)
-
-// recentOperationsSize is how many finished operations the dashboard can show.
-const recentOperationsSize = 200
-
-// RecentOperations returns the last finished attach and detach operations, newest first.
-func (c *Controller) RecentOperations() []Operation { return c.ops.list() }
-
-// pendingOp is an operation under way, waiting for the informer to show its end.
-type pendingOp struct {
-	op Operation
-}
-
 func (c *Controller) completed(op Operation) {
-	c.ops.add(op)
+	c.ops.Add(op)
 	if c.opts.Observer != nil {
 		c.opts.Observer.OperationCompleted(op)
 	}
@@ -94,16 +34,7 @@ func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment,
 		// with its in-tree plugin, as upstream does, also when adc did not see its attach.
 		op.Plugin, op.Migrated = plugin, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if kind == OperationAttach {
-		c.world.attaching[va.Name] = &pendingOp{op: op}
-	} else {
-		if prev := c.world.attaching[va.Name]; prev != nil {
-			op.Plugin, op.Migrated, op.Volume = prev.op.Plugin, prev.op.Migrated, prev.op.Volume
-		}
-		c.world.detachingOps[va.Name] = &pendingOp{op: op}
-	}
+	c.pending.Start(va.Name, op)
 }
 
 // migratedPluginOf returns the in-tree plugin a VolumeAttachment's volume was migrated from.
@@ -119,12 +50,7 @@ func (c *Controller) migratedPluginOf(va *storagev1.VolumeAttachment) (string, b
 }
 
 // abortOp forgets an operation whose request failed before it started.
-func (c *Controller) abortOp(vaName string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.attaching, vaName)
-	delete(c.world.detachingOps, vaName)
-}
+func (c *Controller) abortOp(vaName string) { c.pending.Abort(vaName) }
 
 // completedInTree records a synchronous in-tree attach or detach.
 func (c *Controller) completedInTree(kind OperationKind, node string, vol InTreeVolume, start time.Time, err error) {
@@ -139,18 +65,16 @@ func (c *Controller) completedInTree(kind OperationKind, node string, vol InTree
 // CSIPluginLabel is the volume_plugin label of a native CSI volume, as upstream reports it.
 func CSIPluginLabel(driver string) string { return "kubernetes.io/csi:" + driver }
 
-// vaChanged ends an attach when the informer shows the VolumeAttachment attached or failed.
-func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	p := c.world.attaching[va.Name]
-	if p == nil || (!va.Status.Attached && va.Status.AttachError == nil) {
-		c.mu.Unlock()
+// endAttachIfDone ends an attach when the informer shows the VolumeAttachment attached or failed.
+func (c *Controller) endAttachIfDone(va *storagev1.VolumeAttachment) {
+	if !va.Status.Attached && va.Status.AttachError == nil {
 		return
 	}
-	delete(c.world.attaching, va.Name)
-	c.mu.Unlock()
-	op := p.op
+	now := c.opts.Clock.Now()
+	op, ok := c.pending.AttachEnded(va.Name)
+	if !ok {
+		return
+	}
 	op.Duration = now.Sub(op.Started)
 	if !va.Status.Attached {
 		op.Err = va.Status.AttachError.Message
@@ -161,15 +85,10 @@ func (c *Controller) vaChanged(va *storagev1.VolumeAttachment) {
 // vaDeleted ends a detach when the VolumeAttachment is gone.
 func (c *Controller) vaDeleted(va *storagev1.VolumeAttachment) {
 	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	p := c.world.detachingOps[va.Name]
-	delete(c.world.detachingOps, va.Name)
-	delete(c.world.attaching, va.Name)
-	c.mu.Unlock()
-	if p == nil {
+	op, ok := c.pending.DetachEnded(va.Name)
+	if !ok {
 		return
 	}
-	op := p.op
 	op.Duration = now.Sub(op.Started)
 	c.completed(op)
 }

@@ -78,6 +78,10 @@ type BackoffOptions struct {
 	RandomizationFactor float64
 }
 
+// DefaultWorkers is how many nodes adc reconciles in parallel (and how many node status
+// writers it runs) unless told otherwise, on its own and inside kube-controller-manager.
+const DefaultWorkers = 10
+
 // DefaultOptions returns the options adc runs with unless told otherwise.
 func DefaultOptions() Options {
 	return Options{

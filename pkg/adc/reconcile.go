@@ -38,9 +38,9 @@ type nodeRun struct {
 	unlockStatus func()
 	// detaches are the detaches this run decided on, sent after the status lock is released.
 	detaches []detachJob
-	// started maps a VolumeAttachment name or unique name attached in this run to its
+	// attachedThisRun maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
-	started map[string]*attachment
+	attachedThisRun map[string]*attachment
 }
 
 func (r *nodeRun) retryIn(d time.Duration) {
@@ -58,7 +58,7 @@ func (r *nodeRun) retryIn(d time.Duration) {
 // should be looked at again even if nothing changes (backoff of held pairs, force-detach
 // deadlines).
 func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, error) {
-	defer c.beginSync(name)()
+	defer c.pairs.BeginSync(name)()
 	logger := klog.FromContext(ctx)
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
@@ -68,19 +68,24 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("reading node %s from the informer cache: %w", name, err)
 	}
-	c.noteManaged(name, managed(node))
-	if !managed(node) {
+	c.mem.NoteManaged(name, migration.IsManagedNode(node))
+	if !migration.IsManagedNode(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
-		c.forgetNode(name)
-		c.setSnapshot(name, nil, now)
+		c.flips.Forget(name)
+		c.mem.ForgetNode(name)
+		c.pairs.Set(name, nil, now)
 		return 0, nil
 	}
 	c.trackFlips(logger, node, now)
 
 	verifyIn := c.verifyInTree(ctx, name, now)
 	pairs := c.desiredPairs(node)
-	atts := c.actualAttachments(node, now)
-	c.pruneDetaching(name, atts)
+	atts := c.actualAttachments(node)
+	present := make(map[string]bool, len(atts))
+	for _, a := range atts {
+		present[a.uniqueName] = true
+	}
+	c.mem.PruneDetaching(name, present)
 	idx := indexAttachments(atts)
 	toCreate := 0
 	for _, p := range pairs {
@@ -90,14 +95,14 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 			toCreate++
 		}
 	}
-	c.setCreating(name, toCreate)
-	defer c.setCreating(name, 0)
+	c.mem.SetCreating(name, toCreate)
+	defer c.mem.SetCreating(name, 0)
 
 	r := &nodeRun{
 		c: c, node: node, now: now,
-		held:    map[pairKey]bool{},
-		events:  map[eventKey]bool{},
-		started: map[string]*attachment{},
+		held:            map[pairKey]bool{},
+		events:          map[eventKey]bool{},
+		attachedThisRun: map[string]*attachment{},
 	}
 	if verifyIn > 0 {
 		r.retryIn(verifyIn)
@@ -117,25 +122,15 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	for _, j := range r.detaches {
 		r.detach(ctx, j.a, j.forced)
 	}
-	c.forgetNodeMemory(name, r.held, r.events)
+	c.mem.ForgetUnrenewed(name, r.held, r.events)
 	states := make([]PairState, len(r.states))
 	for i, st := range r.states {
 		states[i] = *st
 	}
-	c.setSnapshot(name, states, now)
+	c.pairs.Set(name, states, now)
 	c.statusQueue.Add(name)
 	logger.V(4).Info("Reconciled node", "pairs", len(pairs), "attachments", len(atts), "retryAfter", r.retryAfter)
 	return r.retryAfter, errors.Join(r.errs...)
-}
-
-func (c *Controller) setCreating(node string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n == 0 {
-		delete(c.world.creating, node)
-	} else {
-		c.world.creating[node] = n
-	}
 }
 
 func (r *nodeRun) pairState(p *pair) *PairState {
@@ -158,11 +153,11 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 		}
 		return
 	}
-	if a := r.started[p.ids.vaName]; a != nil && p.ids.vaName != "" {
+	if a := r.attachedThisRun[p.ids.vaName]; a != nil && p.ids.vaName != "" {
 		st.Phase, st.VolumeAttachment = PhaseAttaching, a.va.Name
 		return
 	}
-	if a := r.started[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
+	if a := r.attachedThisRun[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
 		st.Phase = PhaseAttached
 		return
 	}
@@ -185,7 +180,7 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 // to the node, whatever mechanism made the attachment. A mechanism flip never detaches: the
 // new mechanism applies to the next attach.
 func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
-	r.c.cancelDetach(r.node.Name, a.uniqueName)
+	r.c.mem.CancelDetach(r.node.Name, a.uniqueName)
 	st.UniqueName = a.uniqueName
 	if a.va != nil {
 		st.VolumeAttachment = a.va.Name
@@ -214,25 +209,17 @@ func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
 // hold keeps a pair in wait or error: nothing is attached, nothing of it detached; it is
 // retried with exponential backoff and re-decided at once when its node or driver changes.
 func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix string) {
-	key := pairKey{node: r.node.Name, pod: p.podKey, volume: p.volume}
+	key := pairKey{Node: r.node.Name, Pod: p.podKey, Volume: p.volume}
 	r.held[key] = true
-	retries, next := r.c.hold(key, st.Reason, r.now)
+	retries, next := r.c.mem.Hold(key, st.Reason, r.now)
 	st.Retries, st.NextRetry = retries, next
 	if st.Phase == "" || st.Phase == PhaseAttached || st.Phase == PhaseAttaching {
 		st.Phase = PhaseHeld
 	}
 	st.Reason += suffix
 	r.retryIn(next.Sub(r.now))
-	reason := ReasonDecisionError
-	switch {
-	case p.d.Mechanism == migration.MechanismWait && p.pv == nil && p.inline == nil:
-		reason = ReasonWaitingForClaim
-	case p.d.Mechanism == migration.MechanismWait:
-		reason = ReasonWaitingForNode
-	case p.d.Mechanism == migration.MechanismInTree:
-		reason = ReasonNoInTreeAttacher
-	}
-	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, reason, st.Reason, r.events)
+	reason, eventType := holdReason(&p.d)
+	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, eventType, reason, st.Reason, r.events)
 	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podRef(), "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
@@ -243,8 +230,8 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
-	r.c.expectVA(va, r.now)
-	r.started[va.Name] = &attachment{va: va}
+	r.c.mem.ExpectCreate(va, r.now)
+	r.attachedThisRun[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
 	r.creates = append(r.creates, createJob{pair: p, state: st, va: va})
 }
@@ -264,7 +251,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	start := r.c.opts.Clock.Now()
 	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
 	r.c.completedInTree(OperationAttach, r.node.Name, vol, start, err)
-	r.c.release(p.ids.sourceKey, r.node.Name)
+	r.c.mem.Release(p.ids.sourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
@@ -273,8 +260,8 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.c.recordInTree(r.node.Name, vol, devicePath)
-	r.started[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
+	r.c.mem.RecordInTree(r.node.Name, vol, devicePath)
+	r.attachedThisRun[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
 	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
@@ -287,12 +274,12 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
-	other := r.c.reserveVolume(p, r.node.Name)
+	other := r.c.mem.Reserve(r.node.Name, p.ids.sourceKey, p.ids.inTreeUnique)
 	if other == "" {
 		return true
 	}
 	st.Phase = PhaseMultiAttach
-	st.Reason = fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)
+	st.Reason = migration.MultiAttachReason(other)
 	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
 	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 	return false
@@ -303,4 +290,21 @@ func displayVolume(p *pair) string {
 		return p.pvName
 	}
 	return p.volume
+}
+
+// holdReason is the Event reason and type of a held pair, named from what its decision waits
+// for. A driver that has not registered on the node yet is a normal step of a node's start
+// (the kubelet writes its CSINode annotation before the driver), so its Event is Normal.
+func holdReason(d *migration.Decision) (reason, eventType string) {
+	switch {
+	case d.Mechanism == migration.MechanismWait && d.WaitCause == migration.WaitVolumeBinding:
+		return ReasonWaitingForClaim, v1.EventTypeWarning
+	case d.Mechanism == migration.MechanismWait && d.WaitCause == migration.WaitDriverRegistration:
+		return ReasonWaitingForDriver, v1.EventTypeNormal
+	case d.Mechanism == migration.MechanismWait:
+		return ReasonWaitingForNode, v1.EventTypeWarning
+	case d.Mechanism == migration.MechanismInTree:
+		return ReasonNoInTreeAttacher, v1.EventTypeWarning
+	}
+	return ReasonDecisionError, v1.EventTypeWarning
 }

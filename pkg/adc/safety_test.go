@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // The tests below each pin one of the defects issue #23 found by reading the code. Each failed
@@ -57,7 +59,7 @@ func TestCreateExpectationEndsOnlyOnItsUID(t *testing.T) {
 	f.c.vaHandler().OnAdd(old, false)
 	f.c.vaHandler().OnDelete(old)
 	node, _ := f.c.nodes.Get("n1")
-	for _, a := range f.c.actualAttachments(node, f.clk.Now()) {
+	for _, a := range f.c.actualAttachments(node) {
 		if a.va != nil && a.va.Name == created.Name {
 			return
 		}
@@ -105,7 +107,7 @@ func TestActualStateSeesVAObservedMidRead(t *testing.T) {
 		}
 	}
 	node, _ := f.c.nodes.Get("n1")
-	atts := f.c.actualAttachments(node, f.clk.Now())
+	atts := f.c.actualAttachments(node)
 	<-delivered
 	for _, a := range atts {
 		if a.va != nil && a.va.Name == created.Name {
@@ -355,46 +357,7 @@ func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.syncNode("n1")
-	p := &pair{ids: identity{inTreeUnique: unique, sourceKey: inTreeKey(unique)}}
-	if other := f.c.reserveVolume(p, "n2"); other != "n1" {
+	if other := f.c.mem.Reserve("n2", memory.InTreeKey(unique), unique); other != "n1" {
 		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
-	}
-}
-
-// checkMemory finds each kind of broken memory it documents.
-func TestCheckMemoryFindsBrokenMemory(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		corrupt func(w *world)
-	}{
-		{"expectation missing from its node index", func(w *world) {
-			e := &expectedVA{va: testVA("csi-a", "n1", "pv1", "", "")}
-			w.expectedVAs.add(e)
-			delete(w.expectedVAs.byNode["n1"], "csi-a")
-		}},
-		{"in-tree attachment both held and forgotten", func(w *world) {
-			w.inTree["n1"] = map[string]inTreeAttachment{"kubernetes.io/gce-pd/a": {}}
-			w.inTreeForgotten["n1"] = map[string]bool{"kubernetes.io/gce-pd/a": true}
-		}},
-		{"Event memory of a node that is gone", func(w *world) {
-			w.events["gone"] = map[eventKey]string{{pod: "ns/a", reason: "r"}: "m"}
-		}},
-		{"backoff of a node that is gone", func(w *world) {
-			w.held["gone"] = map[pairKey]*heldPair{{node: "gone"}: {}}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
-			f.node("n1")
-			if err := f.c.checkMemory(); err != nil {
-				t.Fatalf("fresh memory: %v", err)
-			}
-			f.c.mu.Lock()
-			tc.corrupt(f.c.world)
-			f.c.mu.Unlock()
-			if err := f.c.checkMemory(); err == nil {
-				t.Fatal("checkMemory found nothing")
-			}
-		})
 	}
 }

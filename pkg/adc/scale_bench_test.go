@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -43,7 +44,7 @@ func (m *memAttacher) Create(_ context.Context, va *storagev1.VolumeAttachment) 
 	va.UID = types.UID(fmt.Sprintf("uid-%d", m.rv))
 	va.ResourceVersion = fmt.Sprint(m.rv)
 	m.created = append(m.created, va)
-	cached, err := cacheTransform(va.DeepCopy())
+	cached, err := cached.Transform(va.DeepCopy())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func newScaleCluster(tb testing.TB, nodes, podsPerNode int) *scaleCluster {
 	}
 	s.c = c
 	add := func(store cache.Indexer, obj interface{}) {
-		cached, err := cacheTransform(obj)
+		cached, err := cached.Transform(obj)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -155,15 +156,15 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 	for _, va := range created {
 		attached := va.DeepCopy()
 		attached.Status.Attached = true
-		cached, err := cacheTransform(attached.DeepCopy())
+		cached, err := cached.Transform(attached.DeepCopy())
 		if err != nil {
 			tb.Fatal(err)
 		}
 		if err := s.vas.store.Update(cached); err != nil {
 			tb.Fatal(err)
 		}
-		s.c.observedVA(attached)
-		s.c.vaChanged(attached)
+		s.c.mem.Observed(attached)
+		s.c.endAttachIfDone(attached)
 	}
 	for _, n := range s.nodes {
 		if _, err := s.c.syncNodeStatus(ctx, n); err != nil {

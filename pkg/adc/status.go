@@ -2,7 +2,6 @@ package adc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -11,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
@@ -29,25 +27,25 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	defer c.lockNodeStatus(name)()
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && !managed(node)) {
-		c.clearUnlisted(name)
+	if apierrors.IsNotFound(err) || (err == nil && !migration.IsManagedNode(node)) {
+		c.mem.ClearUnlisted(name)
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	atts := c.actualAttachments(node, now)
-	have := c.volumesAttachedNow(node)
+	atts := c.actualAttachments(node)
+	have := c.mem.VolumesAttachedNow(node)
 	want, pending := c.volumesAttachedFor(node, have, atts)
 	if want, err = c.confirmRemovals(ctx, node.Name, want, have); err != nil {
 		return 0, err
 	}
 	if sameVolumes(want, have) {
-		c.clearUnlisted(name)
+		c.mem.ClearUnlisted(name)
 		return 0, nil
 	}
 	if delay, recheck := c.statusDelay(); delay > 0 && pending > 0 && onlyAdds(want, have) {
-		since := c.unlistedSince(name, now)
+		since := c.mem.UnlistedSince(name, now)
 		if wait := delay - now.Sub(since); wait > 0 {
 			logger.V(4).Info("Coalescing node status update", "pendingAttaches", pending, "wait", wait)
 			return min(wait, recheck), nil
@@ -57,9 +55,11 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	if err != nil {
 		return 0, err
 	}
-	c.wrote(name, patched, want)
-	c.clearUnlisted(name)
-	if c.removedDetaching(name, want, have) {
+	if patched != nil {
+		c.mem.Wrote(name, patched.ResourceVersion, want)
+	}
+	c.mem.ClearUnlisted(name)
+	if c.mem.RemovesDetaching(name, volumeSet(want), have) {
 		// A removal that gates a detach is written: the detach can go on now, without waiting
 		// for the Node watch to bring the write back (it may be late; the detach itself reads
 		// the node fresh).
@@ -93,13 +93,7 @@ func (c *Controller) statusDelay() (delay, recheck time.Duration) {
 // volumesAttachedFor computes what the node's status.volumesAttached should list, given what
 // it lists now (have), and how many attaches of the node are still in flight.
 func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume, atts []*attachment) ([]v1.AttachedVolume, int) {
-	c.mu.Lock()
-	detaching := make(map[string]bool, len(c.world.detaching[node.Name]))
-	for k := range c.world.detaching[node.Name] {
-		detaching[k] = true
-	}
-	pending := c.world.creating[node.Name]
-	c.mu.Unlock()
+	detaching, pending := c.mem.StatusInputs(node.Name)
 
 	want := make([]v1.AttachedVolume, 0, len(atts))
 	seen := make(map[string]bool, len(atts))
@@ -121,7 +115,7 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 		seen[a.uniqueName] = true
 		av := v1.AttachedVolume{Name: v1.UniqueVolumeName(a.uniqueName)}
 		if a.inTree != nil {
-			av.DevicePath = a.inTree.devicePath
+			av.DevicePath = a.inTree.DevicePath
 		}
 		want = append(want, av)
 	}
@@ -136,20 +130,7 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 // read fresh, is gone or not attached. A VolumeAttachment missing from adc's cache is not
 // proof: the cache may lag (a watch gap, a relist, a slow handler).
 func (c *Controller) confirmRemovals(ctx context.Context, node string, want, have []v1.AttachedVolume) ([]v1.AttachedVolume, error) {
-	kept := make(map[v1.UniqueVolumeName]bool, len(want))
-	for _, v := range want {
-		kept[v.Name] = true
-	}
-	var unsure []v1.AttachedVolume
-	c.mu.Lock()
-	for _, v := range have {
-		name := string(v.Name)
-		if kept[v.Name] || c.world.detaching[node][name] || c.world.inTreeForgotten[node][name] {
-			continue
-		}
-		unsure = append(unsure, v)
-	}
-	c.mu.Unlock()
+	unsure := c.mem.UnprovenRemovals(node, volumeSet(want), have)
 	if len(unsure) == 0 {
 		return want, nil
 	}
@@ -233,76 +214,11 @@ func (c *Controller) lockNodeStatus(node string) func() {
 	return mu.Unlock
 }
 
-// writtenStatus is what adc last wrote to a node's status.volumesAttached, at the
-// resourceVersion the write produced.
-type writtenStatus struct {
-	resourceVersion string
-	volumes         []v1.AttachedVolume
-}
-
-// wrote remembers a status write until the Node informer shows it.
-func (c *Controller) wrote(node string, patched *v1.Node, volumes []v1.AttachedVolume) {
-	if patched == nil || patched.ResourceVersion == "" {
-		return
+// volumeSet is the set of unique names a status list holds.
+func volumeSet(vols []v1.AttachedVolume) map[v1.UniqueVolumeName]bool {
+	set := make(map[v1.UniqueVolumeName]bool, len(vols))
+	for _, v := range vols {
+		set[v.Name] = true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.world.written[node] = writtenStatus{resourceVersion: patched.ResourceVersion, volumes: volumes}
+	return set
 }
-
-// volumesAttachedNow is the node's status.volumesAttached as adc knows it: the informer's copy,
-// or what adc last wrote when the informer has not shown that write yet (its Node watch may be
-// far behind), so a status write is neither repeated nor missed because of a stale cache.
-func (c *Controller) volumesAttachedNow(node *v1.Node) []v1.AttachedVolume {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.volumesAttachedNowLocked(node)
-}
-
-func (c *Controller) volumesAttachedNowLocked(node *v1.Node) []v1.AttachedVolume {
-	w, ok := c.world.written[node.Name]
-	if !ok {
-		return node.Status.VolumesAttached
-	}
-	if cmp, err := resourceversion.CompareResourceVersion(w.resourceVersion, node.ResourceVersion); err == nil && cmp > 0 {
-		return w.volumes
-	}
-	delete(c.world.written, node.Name)
-	return node.Status.VolumesAttached
-}
-
-// removedDetaching reports whether going from have to want drops a volume that is being
-// detached.
-func (c *Controller) removedDetaching(node string, want, have []v1.AttachedVolume) bool {
-	kept := make(map[v1.UniqueVolumeName]bool, len(want))
-	for _, v := range want {
-		kept[v.Name] = true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, v := range have {
-		if !kept[v.Name] && c.world.detaching[node][string(v.Name)] {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Controller) unlistedSince(node string, now time.Time) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.world.unlistedSince[node]
-	if !ok {
-		c.world.unlistedSince[node] = now
-		return now
-	}
-	return t
-}
-
-func (c *Controller) clearUnlisted(node string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.world.unlistedSince, node)
-}
-
-func joinErrs(errs []error) error { return errors.Join(errs...) }

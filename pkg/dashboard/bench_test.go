@@ -27,6 +27,7 @@ func (v *bigView) RecentOperations() []adc.Operation     { return nil }
 func (v *bigView) Config() migration.Config              { return migration.DefaultConfig() }
 func (v *bigView) ManagedNodes() []migration.NodeObjects { return v.nodes }
 func (v *bigView) RecentFlips() []adc.NodeFlip           { return nil }
+func (v *bigView) OperationsUnderWay() []adc.Operation   { return nil }
 
 func newBigView(n int) *bigView {
 	v := &bigView{}

@@ -11,23 +11,35 @@ import (
 	"github.com/migration-aware/adc/pkg/server"
 )
 
+// Prefix starts every path of the dashboard, so that one RBAC rule grants all of it on the
+// secure port: nonResourceURLs ["/dashboard", "/dashboard/*"], verb get (ClusterRole
+// adc-dashboard-viewer in deploy/kubernetes). The paths must stay clear of the API server's
+// own: the built-in ClusterRole system:discovery lets every authenticated user get /api/*
+// and /apis/*, so a JSON API under /api/v1/ would be open to every ServiceAccount.
+const Prefix = "/dashboard"
+
 // Paths the dashboard serves.
 const (
-	PagePath   = "/"
-	APIPath    = "/api/v1/rollout"
-	StaticPath = "/static/"
+	PagePath   = Prefix + "/"
+	APIPath    = Prefix + "/api/v1/rollout"
+	StaticPath = Prefix + "/static/"
 )
 
 // contentSecurityPolicy allows only the page's own stylesheet, script and fetches: even if
 // some value escaped escaping, no inline script could run.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// Register adds the dashboard to srv: GET / (the page), GET /api/v1/rollout (the same report
-// as JSON, schema in docs/rollout-api.md), GET /nodes and /api/v1/nodes (the node view,
-// filtered by ?plugin= and ?state=) and GET /static/ (its CSS and JavaScript). source
-// is called once per request and must be safe for concurrent use; it returns the report to
-// show, e.g. rollout.FromController of the current controller, or rollout.Standby.
+// Register adds the dashboard to srv: GET /dashboard/ (the page), GET
+// /dashboard/api/v1/rollout (the same report as JSON, schema in docs/rollout-api.md), GET
+// /dashboard/nodes and /dashboard/api/v1/nodes (the node view, filtered by ?plugin= and
+// ?state=), GET /dashboard/static/ (its CSS and JavaScript), and GET / and /dashboard, which
+// redirect to the page. source is called once per request and must be safe for concurrent
+// use; it returns the report to show, e.g. rollout.FromController of the current
+// controller, or rollout.Standby.
 func Register(srv *server.Server, source func() rollout.Report) {
+	toPage := http.RedirectHandler(PagePath, http.StatusFound)
+	srv.Handle("GET /{$}", toPage)
+	srv.Handle("GET "+Prefix, toPage)
 	srv.Handle("GET "+PagePath+"{$}", pageHandler(source))
 	srv.Handle("GET "+APIPath, apiHandler(source))
 	srv.Handle("GET "+NodesPath, nodesPageHandler(source))

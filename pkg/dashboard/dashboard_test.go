@@ -100,7 +100,7 @@ func one(t *testing.T, page string, attrs map[string]string) string {
 
 func TestPageRolloutNumbers(t *testing.T) {
 	ts := newServer(t, fixtureReport())
-	resp, page := get(t, ts.URL+"/")
+	resp, page := get(t, ts.URL+"/dashboard/")
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET / = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -138,7 +138,7 @@ func TestPageRolloutNumbers(t *testing.T) {
 }
 
 func TestPageHeldProblemsOperations(t *testing.T) {
-	_, page := get(t, newServer(t, fixtureReport()).URL+"/")
+	_, page := get(t, newServer(t, fixtureReport()).URL+"/dashboard/")
 	wait := one(t, page, map[string]string{"data-node": "node-d", "data-pod": "db/pg-2", "data-volume": "data"})
 	for _, want := range []string{"wait", "does not exist yet", "5", "in 10s", "5m0s ago"} {
 		if !strings.Contains(wait, want) {
@@ -165,7 +165,7 @@ func TestPageHeldProblemsOperations(t *testing.T) {
 
 // Recent flips: newest first, the direction in words, a rollback marked.
 func TestPageRecentFlips(t *testing.T) {
-	_, page := get(t, newServer(t, fixtureReport()).URL+"/")
+	_, page := get(t, newServer(t, fixtureReport()).URL+"/dashboard/")
 	if got := texts(t, page, map[string]string{"id": "flips-count"}); len(got) != 1 || got[0] != "2" {
 		t.Errorf("flips count = %q, want 2", got)
 	}
@@ -183,7 +183,7 @@ func TestPageRecentFlips(t *testing.T) {
 		t.Errorf("flips are not newest first")
 	}
 	// A cluster report (adc status, no controller) says flips need a running controller.
-	_, page = get(t, newServer(t, rollout.Report{Source: rollout.SourceCluster, RecentFlips: []rollout.FlipRecord{}}).URL+"/")
+	_, page = get(t, newServer(t, rollout.Report{Source: rollout.SourceCluster, RecentFlips: []rollout.FlipRecord{}}).URL+"/dashboard/")
 	if got := texts(t, page, map[string]string{"id": "flips"}); len(got) != 1 || !strings.Contains(got[0], "running controller") {
 		t.Errorf("cluster report flips = %q", got)
 	}
@@ -196,7 +196,7 @@ func TestPageEscapesClusterData(t *testing.T) {
 	// Also through a held reason and object names, which come from users too.
 	view.Pairs[2].Reason = "the external-attacher reports: " + rollouttest.Script
 	view.Pairs[2].Pod = `web/"><script>alert(1)</script>`
-	_, page := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/")
+	_, page := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/dashboard/")
 	if strings.Contains(page, rollouttest.Script) || strings.Contains(strings.ToLower(page), "<script>alert") {
 		t.Fatalf("the raw script reached the page:\n%s", page)
 	}
@@ -221,7 +221,7 @@ func TestPageEscapesClusterData(t *testing.T) {
 		})
 	}
 	// The JSON escapes it too, so a naive consumer cannot inject it into HTML.
-	_, body := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/api/v1/rollout")
+	_, body := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/dashboard/api/v1/rollout")
 	if strings.Contains(body, "<script>") || !strings.Contains(body, `\u003cscript\u003e`) {
 		t.Errorf("JSON does not escape the script: %s", body)
 	}
@@ -229,9 +229,9 @@ func TestPageEscapesClusterData(t *testing.T) {
 
 func TestAPIReturnsTheSameReport(t *testing.T) {
 	want := fixtureReport()
-	resp, body := get(t, newServer(t, want).URL+"/api/v1/rollout")
+	resp, body := get(t, newServer(t, want).URL+"/dashboard/api/v1/rollout")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json; charset=utf-8" {
-		t.Fatalf("GET /api/v1/rollout = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		t.Fatalf("GET /dashboard/api/v1/rollout = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var got rollout.Report
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
@@ -247,7 +247,7 @@ func TestAPIReturnsTheSameReport(t *testing.T) {
 
 func TestReadOnlyAndHeaders(t *testing.T) {
 	ts := newServer(t, fixtureReport())
-	for _, path := range []string{"/", "/api/v1/rollout", "/static/dashboard.js"} {
+	for _, path := range []string{"/dashboard/", "/dashboard/api/v1/rollout", "/dashboard/static/dashboard.js"} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 			req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader("{}"))
 			resp, err := http.DefaultClient.Do(req)
@@ -260,7 +260,7 @@ func TestReadOnlyAndHeaders(t *testing.T) {
 			}
 		}
 	}
-	resp, _ := get(t, ts.URL+"/")
+	resp, _ := get(t, ts.URL+"/dashboard/")
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 		t.Errorf("CSP = %q", csp)
 	}
@@ -268,16 +268,37 @@ func TestReadOnlyAndHeaders(t *testing.T) {
 		path, contentType string
 		status            int
 	}{
-		{"/static/dashboard.css", "text/css; charset=utf-8", http.StatusOK},
-		{"/static/dashboard.js", "text/javascript; charset=utf-8", http.StatusOK},
-		{"/static/", "", http.StatusNotFound},
-		{"/static/nope.js", "", http.StatusNotFound},
+		{"/dashboard/static/dashboard.css", "text/css; charset=utf-8", http.StatusOK},
+		{"/dashboard/static/dashboard.js", "text/javascript; charset=utf-8", http.StatusOK},
+		{"/dashboard/static/", "", http.StatusNotFound},
+		{"/dashboard/static/nope.js", "", http.StatusNotFound},
+		{"/dashboard/nope", "", http.StatusNotFound},
 		{"/nope", "", http.StatusNotFound},
+		{"/static/dashboard.js", "", http.StatusNotFound},
+		{"/api/v1/rollout", "", http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		resp, _ := get(t, ts.URL+tt.path)
 		if resp.StatusCode != tt.status || (tt.contentType != "" && resp.Header.Get("Content-Type") != tt.contentType) {
 			t.Errorf("GET %s = %d %s, want %d %s", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.status, tt.contentType)
+		}
+	}
+}
+
+// Every path of the dashboard starts with /dashboard (one RBAC rule on the secure port); the
+// root and /dashboard itself redirect to the page, for a person who types the bare address
+// of a port-forward.
+func TestRedirectsToThePage(t *testing.T) {
+	ts := newServer(t, fixtureReport())
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/", "/dashboard"} {
+		resp, err := noFollow.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != dashboard.PagePath {
+			t.Errorf("GET %s = %d to %q, want %d to %s", path, resp.StatusCode, resp.Header.Get("Location"), http.StatusFound, dashboard.PagePath)
 		}
 	}
 }
@@ -292,11 +313,11 @@ func TestPageStates(t *testing.T) {
 	}{
 		{"standby", rollout.Standby(migration.DefaultConfig(), rollouttest.Now), []string{`id="standby"`, "does not hold the leader election lease", "No held pairs.", "No attach or detach finished yet."}},
 		{"cluster", cluster, []string{"Operations are only known to a running controller."}},
-		{"no javascript", fixtureReport(), []string{`<noscript><meta http-equiv="refresh" content="30"></noscript>`, `<script src="/static/dashboard.js" defer></script>`}},
+		{"no javascript", fixtureReport(), []string{`<noscript><meta http-equiv="refresh" content="30"></noscript>`, `<script src="/dashboard/static/dashboard.js" defer></script>`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, page := get(t, newServer(t, tt.report).URL+"/")
+			_, page := get(t, newServer(t, tt.report).URL+"/dashboard/")
 			for _, w := range tt.want {
 				if !strings.Contains(page, w) {
 					t.Errorf("page lacks %q", w)

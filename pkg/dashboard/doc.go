@@ -1,6 +1,8 @@
-// Package dashboard serves the rollout dashboard: two server-rendered pages (the rollout at /
-// and the node view at /nodes, written by plain Go code with embedded CSS and JavaScript, no
-// CDN and no build step) and the same data as JSON at /api/v1/rollout and /api/v1/nodes.
+// Package dashboard serves the rollout dashboard: two server-rendered pages (the rollout at
+// /dashboard/ and the node view at /dashboard/nodes, written by plain Go code with embedded
+// CSS and JavaScript, no CDN and no build step) and the same data as JSON at
+// /dashboard/api/v1/rollout and /dashboard/api/v1/nodes. Every path starts with /dashboard
+// (Prefix), so that one RBAC rule grants the whole dashboard on the secure port.
 // The pages work with JavaScript off (they then reload every 30 seconds through a
 // <noscript> meta refresh) and, with JavaScript on, re-fetch themselves every few seconds
 // and swap the content in place.

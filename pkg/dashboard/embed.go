@@ -5,12 +5,12 @@ import (
 	"io/fs"
 )
 
-// embedded holds the CSS and JavaScript served under /static/.
+// embedded holds the CSS and JavaScript served under /dashboard/static/.
 //
 //go:embed static
 var embedded embed.FS
 
-// staticFS is the static folder's content, rooted so /static/dashboard.css maps to it.
+// staticFS is the static folder's content, rooted so /dashboard/static/dashboard.css maps to it.
 var staticFS = mustSub(embedded, "static")
 
 func mustSub(f fs.FS, dir string) fs.FS {

@@ -35,8 +35,8 @@ func TestEscapeHTML(t *testing.T) {
 // html/template did, so a query's & is &amp; and a quote cannot end the attribute.
 func TestHref(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"/nodes", "/nodes"},
-		{nodesURL(rollout.NodeFilter{Plugin: "kubernetes.io/gce-pd", State: "not-migrated"}), "/nodes?plugin=kubernetes.io%2Fgce-pd&amp;state=not-migrated"},
+		{"/dashboard/nodes", "/dashboard/nodes"},
+		{nodesURL(rollout.NodeFilter{Plugin: "kubernetes.io/gce-pd", State: "not-migrated"}), "/dashboard/nodes?plugin=kubernetes.io%2Fgce-pd&amp;state=not-migrated"},
 		{"javascript:alert(1)", "#ZgotmplZ"},
 		{"JavaScript:alert(1)", "#ZgotmplZ"},
 		{"data:text/html,<b>", "#ZgotmplZ"},

@@ -14,11 +14,11 @@ func writeHead(w htmlWriter, subtitle string, refreshSeconds, noScriptReload int
 		"<title>adc · ")
 	w.text(subtitle)
 	w.raw("</title>\n" +
-		"<link rel=\"stylesheet\" href=\"/static/dashboard.css\">\n" +
+		"<link rel=\"stylesheet\" href=\"" + StaticPath + "dashboard.css\">\n" +
 		"<noscript><meta http-equiv=\"refresh\" content=\"")
 	w.int(noScriptReload)
 	w.raw("\"></noscript>\n" +
-		"<script src=\"/static/dashboard.js\" defer></script>\n" +
+		"<script src=\"" + StaticPath + "dashboard.js\" defer></script>\n" +
 		"</head>\n" +
 		"<body data-refresh-seconds=\"")
 	w.int(refreshSeconds)

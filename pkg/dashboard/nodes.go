@@ -11,8 +11,8 @@ import (
 
 // Paths of the node view.
 const (
-	NodesPath    = "/nodes"
-	NodesAPIPath = "/api/v1/nodes"
+	NodesPath    = Prefix + "/nodes"
+	NodesAPIPath = Prefix + "/api/v1/nodes"
 )
 
 // maxNodeRows bounds the node view's table; the JSON API always has every node. A thousand

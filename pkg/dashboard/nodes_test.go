@@ -39,14 +39,14 @@ func TestNodesPageFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, page := get(t, ts.URL+"/nodes"+tt.query)
+			resp, page := get(t, ts.URL+"/dashboard/nodes"+tt.query)
 			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("GET /nodes%s = %d", tt.query, resp.StatusCode)
+				t.Fatalf("GET /dashboard/nodes%s = %d", tt.query, resp.StatusCode)
 			}
 			if got := texts(t, page, map[string]string{"data-field": "name"}); !reflect.DeepEqual(got, tt.nodes) {
 				t.Errorf("page nodes = %q, want %q", got, tt.nodes)
 			}
-			_, body := get(t, ts.URL+"/api/v1/nodes"+tt.query)
+			_, body := get(t, ts.URL+"/dashboard/api/v1/nodes"+tt.query)
 			var nr rollout.NodesReport
 			if err := json.Unmarshal([]byte(body), &nr); err != nil {
 				t.Fatal(err)
@@ -60,7 +60,7 @@ func TestNodesPageFilters(t *testing.T) {
 			}
 		})
 	}
-	_, page := get(t, ts.URL+"/nodes?plugin=kubernetes.io/gce-pd")
+	_, page := get(t, ts.URL+"/dashboard/nodes?plugin=kubernetes.io/gce-pd")
 	a := one(t, page, map[string]string{"data-node": "node-a"})
 	for _, want := range []string{"v1.36.3", "CSINode", "migrated", "kubernetes.io/aws-ebs, kubernetes.io/gce-pd"} {
 		if !strings.Contains(a, want) {
@@ -78,7 +78,7 @@ func TestNodesPageFilters(t *testing.T) {
 func TestNodesBadFilter(t *testing.T) {
 	ts := newServer(t, fixtureReport())
 	for _, q := range []string{"?plugin=kubernetes.io/nfs", "?state=migrated", "?plugin=kubernetes.io/gce-pd&state=done"} {
-		for _, path := range []string{"/nodes", "/api/v1/nodes"} {
+		for _, path := range []string{"/dashboard/nodes", "/dashboard/api/v1/nodes"} {
 			if resp, body := get(t, ts.URL+path+q); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "bad node filter") {
 				t.Errorf("GET %s%s = %d %q, want 400", path, q, resp.StatusCode, body)
 			}
@@ -91,14 +91,14 @@ func TestNodesBadFilter(t *testing.T) {
 func TestNodesPageEscapes(t *testing.T) {
 	r := kubeletFixture(rollouttest.Script)
 	r.Nodes[0].Name = "node-a" + rollouttest.Script
-	_, page := get(t, newServer(t, r).URL+"/nodes")
+	_, page := get(t, newServer(t, r).URL+"/dashboard/nodes")
 	if strings.Contains(page, rollouttest.Script) {
 		t.Fatal("the raw script reached the node view")
 	}
 	if got := one(t, page, map[string]string{"data-node": "node-a" + rollouttest.Script}); strings.Count(got, rollouttest.Script) != 2 {
 		t.Errorf("node row %q does not show the name and the kubelet version as text", got)
 	}
-	_, body := get(t, newServer(t, r).URL+"/api/v1/nodes")
+	_, body := get(t, newServer(t, r).URL+"/dashboard/api/v1/nodes")
 	if strings.Contains(body, "<script>") {
 		t.Error("the node JSON does not escape the script")
 	}

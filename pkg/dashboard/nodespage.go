@@ -9,7 +9,7 @@ import "bytes"
 func renderNodes(buf *bytes.Buffer, p nodesPage) {
 	w := htmlWriter{buf}
 	writeHead(w, "managed nodes", p.RefreshSeconds, p.NoScriptReload, p.GeneratedAt)
-	w.raw("    <a href=\"/\">← rollout</a> ·\n    source <strong id=\"source\">")
+	w.raw("    <a href=\"" + PagePath + "\">← rollout</a> ·\n    source <strong id=\"source\">")
 	w.text(string(p.Source))
 	w.raw("</strong> ·\n    node source <strong id=\"node-source\">")
 	w.text(string(p.NodeSource))

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPageVolumesByPathAndReadiness(t *testing.T) {
-	_, page := get(t, newServer(t, fixtureReport()).URL+"/")
+	_, page := get(t, newServer(t, fixtureReport()).URL+"/dashboard/")
 	gce, ebs, px := "kubernetes.io/gce-pd", "kubernetes.io/aws-ebs", "kubernetes.io/portworx-volume"
 	tests := []struct {
 		plugin, field, want string
@@ -68,7 +68,7 @@ func TestReadinessEscapesClusterData(t *testing.T) {
 	view.Pairs[8].Pod = "db/" + rollouttest.Script // the path change row
 	view.Pairs[8].Volume = rollouttest.Script
 	view.Pairs[8].PV = rollouttest.Script
-	_, page := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/")
+	_, page := get(t, newServer(t, rollout.FromController(view, rollouttest.Now)).URL+"/dashboard/")
 	if strings.Contains(page, rollouttest.Script) {
 		t.Fatalf("the raw script reached the page")
 	}

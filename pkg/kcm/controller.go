@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/migration-aware/adc/pkg/adc"
@@ -43,7 +41,7 @@ type Host struct {
 // kube-controller-manager serves on /metrics (adc_* and upstream's attach/detach names,
 // recording into the host's storage_operation_duration_seconds). Like any controller
 // constructor it only registers informers; the host starts them and calls Run.
-func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error) {
+func NewController(ctx context.Context, h Host, f *Flags) (*Embedded, error) {
 	if h.Config == nil || f == nil {
 		return nil, errors.New("adc in kube-controller-manager needs a client configuration and its flags")
 	}
@@ -53,21 +51,11 @@ func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error)
 	if qps <= 0 || burst <= 0 {
 		qps, burst = rest.DefaultQPS, rest.DefaultBurst
 	}
-	normal, priority, budget := volumeattach.PrioritizedBudget(h.Config, qps, burst)
-	client, err := kubernetes.NewForConfig(normal)
+	clients, err := volumeattach.NewClients(h.Config, qps, burst)
 	if err != nil {
-		return nil, fmt.Errorf("building adc's Kubernetes client: %w", err)
+		return nil, fmt.Errorf("adc's clients: %w", err)
 	}
-	statusClient, err := kubernetes.NewForConfig(priority)
-	if err != nil {
-		return nil, fmt.Errorf("building adc's node status client: %w", err)
-	}
-	opts.NodeStatus = &volumeattach.ClientStatusWriter{Client: statusClient}
-	opts.APIBudget = budget
-	dyn, err := dynamic.NewForConfig(normal)
-	if err != nil {
-		return nil, fmt.Errorf("building adc's dynamic client: %w", err)
-	}
+	opts.NodeStatus, opts.APIBudget = clients.NodeStatus, clients.Budget
 	m, err := metrics.Legacy()
 	if err != nil {
 		return nil, fmt.Errorf("registering adc's metrics in kube-controller-manager's registry: %w", err)
@@ -76,7 +64,7 @@ func NewController(ctx context.Context, h Host, f *Flags) (*adc.Embedded, error)
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("adc options: %w", err)
 	}
-	embedded, err := adc.NewControllerManagerController(ctx, h.Factory, client, dyn, opts, f.Workers())
+	embedded, err := NewEmbedded(ctx, h.Factory, clients.Client, clients.Dynamic, opts, f.Workers())
 	if err != nil {
 		return nil, err
 	}

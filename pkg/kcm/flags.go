@@ -34,7 +34,7 @@ const (
 
 // DefaultWorkers is how many nodes adc reconciles in parallel inside kube-controller-manager,
 // as `adc controller --workers`.
-const DefaultWorkers = 10
+const DefaultWorkers = adc.DefaultWorkers
 
 // Flags are adc's options as flags of the kube-controller-manager that embeds it. Each value
 // is parsed when its flag is set, so kube-controller-manager refuses a bad value at start,

@@ -123,7 +123,7 @@ func decideNativeCSI(cfg *Config, in *Input, pv *v1.PersistentVolume) Decision {
 	d.Mechanism = MechanismCSI
 	d.VolumeAttachmentName = VolumeAttachmentName(src.VolumeHandle, src.Driver, in.NodeName)
 	d.Source.PersistentVolumeName = &pv.Name
-	return d
+	return awaitRegistration(d, in)
 }
 
 func decideInline(cfg *Config, in *Input, vol *v1.Volume) Decision {
@@ -200,7 +200,7 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 	case ModeComplete:
 		d, why := csiPath(cfg, d, in, translated, pvName, csiUnique)
 		d.Reason = "migration of " + plugin + " is complete, so the node is not consulted and the volume goes through CSI driver " + d.Driver + "; " + why
-		return d
+		return awaitRegistration(d, in)
 	case ModeOn, ModeOff:
 	default:
 		d.Mechanism = MechanismError
@@ -231,11 +231,12 @@ func decideMigratable(cfg *Config, in *Input, plugin string, pv *v1.PersistentVo
 	case NodeStateMigrated:
 		d, why := csiPath(cfg, d, in, translated, pvName, csiUnique)
 		d.Reason = plugin + " is migrated on node \"" + in.NodeName + "\" (" + nm.Evidence + "), so the volume goes through CSI driver " + d.Driver + "; " + why
-		return d
+		return awaitRegistration(d, in)
 	case NodeStateNotMigrated:
 		return inTreePath(d, plugin, volumeID, inTreeModes, plugin+" is not migrated on node "+strconv.Quote(in.NodeName)+" ("+nm.Evidence+"), so the in-tree plugin is used")
 	default:
 		d.Mechanism = MechanismWait
+		d.WaitCause = WaitNodeMigrationState
 		d.Reason = nm.Evidence + ", so adc cannot tell whether " + plugin + " is migrated on node " + strconv.Quote(in.NodeName) +
 			"; it holds the volume (no attach, no detach) and retries with backoff until the node reports"
 		return d

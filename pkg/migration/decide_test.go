@@ -26,6 +26,7 @@ type want struct {
 	sourcePV     string // expected Source.PersistentVolumeName; "" means nil
 	inlineSource bool   // expect Source.InlineVolumeSpec to be set
 	multi        bool
+	cause        WaitCause
 	reason       []string
 	notes        []string
 }
@@ -65,7 +66,7 @@ func decideCases() []decideCase {
 			unique: "kubernetes.io/gce-pd/" + pd, key: gceKey(zone, pd)}
 	}
 	gceWait := func(zone, pd string, reason ...string) want {
-		return want{mech: MechanismWait, plugin: gcePlugin, inTree: gcePlugin, driver: gceDriver, handle: gceHandle(zone, pd), key: gceKey(zone, pd), reason: reason}
+		return want{mech: MechanismWait, plugin: gcePlugin, inTree: gcePlugin, driver: gceDriver, handle: gceHandle(zone, pd), key: gceKey(zone, pd), cause: WaitNodeMigrationState, reason: reason}
 	}
 	with := func(w want, f func(*want)) want { f(&w); return w }
 
@@ -326,7 +327,7 @@ func decideCases() []decideCase {
 		{name: "inline aws-ebs on without CSINode waits", cfg: on,
 			in: Input{InlineVolume: inline("ebs", v1.VolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-0inline"}}), PodNamespace: ns, NodeName: testNode},
 			want: want{mech: MechanismWait, plugin: awsPlugin, inTree: awsPlugin, driver: awsDriver, handle: "vol-0inline", key: "ebs.csi.aws.com^vol-0inline",
-				reason: []string{`CSINode "node-1" does not exist yet`}}},
+				cause: WaitNodeMigrationState, reason: []string{`CSINode "node-1" does not exist yet`}}},
 		{name: "inline azure-file complete uses the pod namespace for the secret", cfg: complete(azureFilePlugin),
 			in: Input{InlineVolume: inline("files", v1.VolumeSource{AzureFile: &v1.AzureFileVolumeSource{SecretName: "azure-storage-account-acct-secret", ShareName: "s"}}), PodNamespace: ns, NodeName: testNode},
 			want: want{mech: MechanismCSI, plugin: azureFilePlugin, inTree: azureFilePlugin, driver: azureFileDriver, handle: "#acct#s#files#team-a",
@@ -416,9 +417,64 @@ func decideCases() []decideCase {
 		{name: "plugin missing from config modes is on", cfg: &Config{Modes: map[string]Mode{awsPlugin: ModeOff}, NodeSource: NodeSourceCSINode},
 			in:   Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode},
 			want: gceWait("us-central1-a", "pd-1", "CSINode")},
-		{name: "native CSI PV is unaffected by migration config and missing CSINode", cfg: cfgWith(NodeSourceCSINodeInfo, gcePlugin, "off"),
-			in:   Input{PV: csiPV("pv-pd", gceDriver, "projects/p/zones/z/disks/d"), NodeName: testNode},
+		{name: "native CSI PV is unaffected by migration config and the migrated-plugins annotation", cfg: cfgWith(NodeSourceCSINodeInfo, gcePlugin, "off"),
+			in:   Input{PV: csiPV("pv-pd", gceDriver, "projects/p/zones/z/disks/d"), NodeName: testNode, CSINode: csiNodeWith()},
 			want: want{mech: MechanismCSI, plugin: CSIPluginName, driver: gceDriver, handle: "projects/p/zones/z/disks/d", unique: "kubernetes.io/csi/pd.csi.storage.gke.io^projects/p/zones/z/disks/d", key: "pd.csi.storage.gke.io^projects/p/zones/z/disks/d", sourcePV: "pv-pd"}},
+
+		// ---- driver registration: no VolumeAttachment before the node lists the driver ----
+		{name: "native CSI PV on a node whose CSINode does not list the driver waits for registration", cfg: on,
+			in: Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode, CSINode: csiNodeListing(nil, "nfs.csi.k8s.io")},
+			want: want{mech: MechanismWait, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", key: "hostpath.csi.k8s.io^h1", cause: WaitDriverRegistration,
+				reason: []string{`waiting for CSI driver "hostpath.csi.k8s.io" to register on node "node-1"`, `CSINode "node-1" spec.drivers does not list "hostpath.csi.k8s.io"`, "no attach, no detach", "Once registered: native CSI volume"}}},
+		{name: "native CSI PV on a node without CSINode or CSINodeInfo attaches as before", cfg: on,
+			in:   Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode},
+			want: want{mech: MechanismCSI, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", unique: "kubernetes.io/csi/hostpath.csi.k8s.io^h1", key: "hostpath.csi.k8s.io^h1", sourcePV: "pv-csi"}},
+		{name: "gce-pd PV complete on a node without CSINode attaches as before", cfg: complete(gcePlugin),
+			in:   Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSIDrivers: driverMap{}},
+			want: gceCSI("us-central1-a", "pd-1", "pv-gce")},
+		{name: "native CSI PV of a driver without attach does not wait for registration", cfg: on,
+			in:   Input{PV: csiPV("pv-nfs", "nfs.csi.k8s.io", "server#share"), NodeName: testNode, CSINode: csiNodeListing(nil), CSIDrivers: withDriver("nfs.csi.k8s.io", boolPtr(false))},
+			want: want{mech: MechanismCSINoAttach, plugin: CSIPluginName, driver: "nfs.csi.k8s.io", handle: "server#share", unique: "kubernetes.io/csi/nfs.csi.k8s.io^server#share", key: "nfs.csi.k8s.io^server#share"}},
+		{name: "gce-pd PV on a node that reports gce-pd migrated before its driver registered waits keeping every name", cfg: on,
+			in: Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINode: csiNodeListing(strPtr(allMigrated), awsDriver)},
+			want: with(gceWait("us-central1-a", "pd-1", `CSINode "node-1" spec.drivers does not list "pd.csi.storage.gke.io"`, "Once registered: kubernetes.io/gce-pd is migrated on node"),
+				func(w *want) { w.cause = WaitDriverRegistration })},
+		{name: "gce-pd PV complete on a node whose CSINode lists other drivers waits", cfg: complete(gcePlugin),
+			in: Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINode: csiNodeListing(nil, awsDriver)},
+			want: with(gceWait("us-central1-a", "pd-1", "Once registered: migration of kubernetes.io/gce-pd is complete"),
+				func(w *want) { w.cause = WaitDriverRegistration })},
+		{name: "gce-pd PV on a not migrated node stays in-tree whatever the driver registration", cfg: on,
+			in:   Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINode: csiNodeListing(strPtr(awsPlugin))},
+			want: gceInTree("us-central1-a", "pd-1")},
+		{name: "gce-pd PV off never waits for registration", cfg: off(gcePlugin),
+			in:   Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINode: csiNodeListing(nil)},
+			want: gceInTree("us-central1-a", "pd-1")},
+		{name: "inline aws-ebs migrated before its driver registered waits", cfg: on,
+			in: Input{InlineVolume: inline("ebs", v1.VolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-0inline"}}), PodNamespace: ns, NodeName: testNode, CSINode: csiNodeListing(strPtr(awsPlugin))},
+			want: want{mech: MechanismWait, plugin: awsPlugin, inTree: awsPlugin, driver: awsDriver, handle: "vol-0inline", key: "ebs.csi.aws.com^vol-0inline",
+				cause: WaitDriverRegistration, reason: []string{`does not list "ebs.csi.aws.com"`}}},
+		{name: "a volume the node lists as attached does not wait when its driver leaves the CSINode", cfg: on,
+			in: Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode, CSINode: csiNodeListing(nil),
+				Node: &v1.Node{Status: v1.NodeStatus{VolumesAttached: []v1.AttachedVolume{{Name: "kubernetes.io/csi/hostpath.csi.k8s.io^h1"}}}}},
+			want: want{mech: MechanismCSI, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", unique: "kubernetes.io/csi/hostpath.csi.k8s.io^h1", key: "hostpath.csi.k8s.io^h1", sourcePV: "pv-csi"}},
+		{name: "a migrated volume the node lists attached in-tree does not wait for the driver either", cfg: on,
+			in: Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINode: csiNodeListing(strPtr(gcePlugin)),
+				Node: &v1.Node{Status: v1.NodeStatus{VolumesAttached: []v1.AttachedVolume{{Name: "kubernetes.io/gce-pd/pd-1"}}}}},
+			want: gceCSI("us-central1-a", "pd-1", "pv-gce")},
+		{name: "a volume listed on the node under another name still waits", cfg: on,
+			in: Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode, CSINode: csiNodeListing(nil),
+				Node: &v1.Node{Status: v1.NodeStatus{VolumesAttached: []v1.AttachedVolume{{Name: "kubernetes.io/csi/hostpath.csi.k8s.io^h2"}}}}},
+			want: want{mech: MechanismWait, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", key: "hostpath.csi.k8s.io^h1", cause: WaitDriverRegistration}},
+		{name: "csinodeinfo source without CSINode: an available entry is the registration", cfg: info(gcePlugin),
+			in:   Input{PV: gcePV("pv-gce", "pd-1", "us-central1-a"), NodeName: testNode, CSINodeInfo: nodeInfo(driverStatus(gceDriver, true, csinodeinfo.VolumePluginMechanismCSI))},
+			want: gceCSI("us-central1-a", "pd-1", "pv-gce")},
+		{name: "csinodeinfo with an unavailable entry for a native driver waits", cfg: info(gcePlugin),
+			in: Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode, CSINodeInfo: nodeInfo(driverStatus("hostpath.csi.k8s.io", false, csinodeinfo.VolumePluginMechanismCSI))},
+			want: want{mech: MechanismWait, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", key: "hostpath.csi.k8s.io^h1", cause: WaitDriverRegistration,
+				reason: []string{`CSINodeInfo "node-1" status.drivers[hostpath.csi.k8s.io] is not available`}}},
+		{name: "a CSINode listing the driver wins over an unavailable CSINodeInfo entry", cfg: cfgWith(NodeSourceAuto),
+			in:   Input{PV: csiPV("pv-csi", "hostpath.csi.k8s.io", "h1"), NodeName: testNode, CSINode: csiNodeListing(nil, "hostpath.csi.k8s.io"), CSINodeInfo: nodeInfo(driverStatus("hostpath.csi.k8s.io", false, csinodeinfo.VolumePluginMechanismCSI))},
+			want: want{mech: MechanismCSI, plugin: CSIPluginName, driver: "hostpath.csi.k8s.io", handle: "h1", unique: "kubernetes.io/csi/hostpath.csi.k8s.io^h1", key: "hostpath.csi.k8s.io^h1", sourcePV: "pv-csi"}},
 	}
 }
 
@@ -488,6 +544,9 @@ func checkDecision(t *testing.T, got Decision, w want, in *Input) {
 		if csi := got.Source.InlineVolumeSpec.CSI; csi == nil || csi.Driver != w.driver || csi.VolumeHandle != w.handle {
 			t.Errorf("Source.InlineVolumeSpec.CSI = %+v, want driver %q handle %q", csi, w.driver, w.handle)
 		}
+	}
+	if got.WaitCause != w.cause {
+		t.Errorf("WaitCause = %q, want %q", got.WaitCause, w.cause)
 	}
 	if got.MultiAttachAllowed != w.multi {
 		t.Errorf("MultiAttachAllowed = %v, want %v", got.MultiAttachAllowed, w.multi)

@@ -106,11 +106,30 @@ func inline(name string, src v1.VolumeSource) *v1.Volume {
 	return &v1.Volume{Name: name, VolumeSource: src}
 }
 
-// csiNodeWith returns the node's CSINode; with no arguments it has no annotation at all.
+// registeredDrivers are the CSI drivers csiNodeWith lists as registered: every driver of the
+// translation table and the native drivers the tests use.
+var registeredDrivers = []string{gceDriver, awsDriver, azureDiskDriver, azureFileDriver, cinderDriver, vsphereDriver, portworxDriver,
+	"hostpath.csi.k8s.io", "nfs.csi.k8s.io", "table.csi.example.com", "d.example.com"}
+
+// csiNodeWith returns the node's CSINode with every driver of registeredDrivers registered;
+// with no arguments it has no annotation at all.
 func csiNodeWith(annotation ...string) *storagev1.CSINode {
-	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
+	var a *string
 	if len(annotation) > 0 {
-		n.Annotations = map[string]string{MigratedPluginsAnnotation: annotation[0]}
+		a = &annotation[0]
+	}
+	return csiNodeListing(a, registeredDrivers...)
+}
+
+// csiNodeListing returns the node's CSINode with the migrated-plugins annotation (none when
+// nil) and drivers registered in spec.drivers.
+func csiNodeListing(annotation *string, drivers ...string) *storagev1.CSINode {
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
+	if annotation != nil {
+		n.Annotations = map[string]string{MigratedPluginsAnnotation: *annotation}
+	}
+	for _, d := range drivers {
+		n.Spec.Drivers = append(n.Spec.Drivers, storagev1.CSINodeDriver{Name: d, NodeID: "id-" + testNode})
 	}
 	return n
 }

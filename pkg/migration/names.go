@@ -9,6 +9,9 @@ import (
 // csiUniquePrefix starts every CSI unique volume name.
 const csiUniquePrefix = CSIPluginName + "/"
 
+// IsCSIUniqueName reports whether a unique volume name (node status) is a CSI volume's.
+func IsCSIUniqueName(unique string) bool { return strings.HasPrefix(unique, csiUniquePrefix) }
+
 // VolumeAttachmentName returns the name of the VolumeAttachment for a CSI volume on a node:
 // "csi-" + lowercase hex sha256 of handle, driver and node name concatenated without a
 // separator. The kubelet and the external-attacher compute the same name, so it must match

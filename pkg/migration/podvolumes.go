@@ -112,7 +112,7 @@ func resolveClaim(pv *PodVolume, pod metav1.Object, lookup ClaimLookup, ephemera
 		return
 	}
 	if lookup == nil {
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " cannot be looked up (no claim lookup); waiting"}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolumeClaim " + claim + " cannot be looked up (no claim lookup); waiting"}
 		return
 	}
 	pvc := lookup.PersistentVolumeClaim(namespace, pv.ClaimName)
@@ -121,7 +121,7 @@ func resolveClaim(pv *PodVolume, pod metav1.Object, lookup ClaimLookup, ephemera
 		if ephemeral {
 			why = "does not exist yet; waiting for the ephemeral volume controller to create it for the pod"
 		}
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " " + why}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolumeClaim " + claim + " " + why}
 		return
 	}
 	if ephemeral && !metav1.IsControlledBy(pvc, pod) {
@@ -141,20 +141,20 @@ func resolveClaim(pv *PodVolume, pod metav1.Object, lookup ClaimLookup, ephemera
 		if phase == "" {
 			phase = string(v1.ClaimPending)
 		}
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " is not bound yet (phase " + phase + "); waiting for it to be bound"}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolumeClaim " + claim + " is not bound yet (phase " + phase + "); waiting for it to be bound"}
 		return
 	}
 	pv.PVName = pvc.Spec.VolumeName
 	vol := lookup.PersistentVolume(pvc.Spec.VolumeName)
 	if vol == nil {
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolumeClaim " + claim + " is bound to PersistentVolume " + strconv.Quote(pvc.Spec.VolumeName) + ", which does not exist yet; waiting for it"}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolumeClaim " + claim + " is bound to PersistentVolume " + strconv.Quote(pvc.Spec.VolumeName) + ", which does not exist yet; waiting for it"}
 		return
 	}
 	if ref := vol.Spec.ClaimRef; ref == nil {
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is not bound to PersistentVolumeClaim " + claim + " yet (no claimRef); waiting for the binding to finish"}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is not bound to PersistentVolumeClaim " + claim + " yet (no claimRef); waiting for the binding to finish"}
 		return
 	} else if ref.Name == pvc.Name && ref.Namespace == pvc.Namespace && ref.UID == "" && pvc.UID != "" {
-		pv.Pending = &Decision{Mechanism: MechanismWait, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is pre-bound to PersistentVolumeClaim " + claim + " but the binding has not finished (claimRef has no uid); waiting for it"}
+		pv.Pending = &Decision{Mechanism: MechanismWait, WaitCause: WaitVolumeBinding, Reason: "PersistentVolume " + strconv.Quote(vol.Name) + " is pre-bound to PersistentVolumeClaim " + claim + " but the binding has not finished (claimRef has no uid); waiting for it"}
 		return
 	} else if ref.UID != pvc.UID || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace {
 		pv.Pending = &Decision{Mechanism: MechanismError, Reason: "PersistentVolumeClaim " + claim + " names PersistentVolume " + strconv.Quote(vol.Name) +
@@ -181,4 +181,30 @@ func DecidePodVolume(cfg *Config, pv PodVolume, podNamespace string, node NodeOb
 		CSINodeInfo:  node.CSINodeInfo,
 		CSIDrivers:   drivers,
 	})
+}
+
+// Lookup is what deciding a pod's volumes reads besides the pod and its node: claims,
+// volumes and CSI drivers. The controller's informer lookups and an ObjectIndex implement it.
+type Lookup interface {
+	ClaimLookup
+	DriverLookup
+}
+
+// DecidedVolume is one volume of a pod and what to do with it on the pod's node.
+type DecidedVolume struct {
+	PodVolume
+	Decision Decision
+}
+
+// DecidePod decides every volume of a pod on its node: VolumesOf, then DecidePodVolume for
+// each. It is the one decision path the controller, `adc plan` and `adc status` share, so
+// all three explain a volume the same way. The caller checks that the pod is active;
+// the pod is given by its metadata and spec.volumes (a compact cache need not rebuild it).
+func DecidePod(cfg *Config, pod metav1.Object, volumes []v1.Volume, node NodeObjects, lookup Lookup) []DecidedVolume {
+	vols := VolumesOf(pod, volumes, lookup)
+	out := make([]DecidedVolume, len(vols))
+	for i, pv := range vols {
+		out[i] = DecidedVolume{PodVolume: pv, Decision: DecidePodVolume(cfg, pv, pod.GetNamespace(), node, lookup)}
+	}
+	return out
 }

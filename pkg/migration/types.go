@@ -31,8 +31,10 @@ const (
 	MechanismInTree Mechanism = "in-tree"
 	// MechanismNotAttachable covers volumes with no attach phase (configMap, emptyDir, nfs, ...).
 	MechanismNotAttachable Mechanism = "not-attachable"
-	// MechanismWait means the node's migration state is not known yet; the controller holds
-	// the pair (no attach, no detach) and retries with backoff instead of guessing.
+	// MechanismWait means something the decision needs is not there yet (the node's
+	// migration state, the CSI driver's registration on the node, the claim's binding; see
+	// Decision.WaitCause); the controller holds the pair (no attach, no detach) and retries
+	// with backoff instead of guessing.
 	MechanismWait Mechanism = "wait"
 	// MechanismError means the decision cannot be made safely (bad translation input, version
 	// skew); the controller holds the pair and the reason tells the operator what to fix.
@@ -165,7 +167,27 @@ type Decision struct {
 	// Notes carries non-fatal observations, such as unknown plugin names in a CSINode
 	// annotation.
 	Notes []string
+	// WaitCause says what a MechanismWait decision waits for, so a caller can name it (an
+	// Event reason, a metric label) without parsing Reason; empty for other mechanisms.
+	WaitCause WaitCause
 }
+
+// WaitCause is what a wait decision waits for. The string values may appear in JSON and
+// metric labels.
+type WaitCause string
+
+const (
+	// WaitNodeMigrationState: the node has not said whether the plugin is migrated (no
+	// CSINode or CSINodeInfo yet).
+	WaitNodeMigrationState WaitCause = "node-migration-state"
+	// WaitDriverRegistration: the volume goes through a CSI driver whose node plugin has not
+	// registered on the node yet (its CSINode does not list the driver), so the
+	// external-attacher could not attach it there.
+	WaitDriverRegistration WaitCause = "driver-registration"
+	// WaitVolumeBinding: the pod's claim is missing, not bound yet, or bound to a
+	// PersistentVolume that does not exist yet.
+	WaitVolumeBinding WaitCause = "volume-binding"
+)
 
 // CSIPluginName is the plugin name native CSI volumes report.
 const CSIPluginName = "kubernetes.io/csi"

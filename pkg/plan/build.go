@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -124,31 +126,17 @@ func Build(ctx context.Context, c Clients, cfg migration.Config) (Report, error)
 	return FromObjects(cfg, cl.Pods, cl.Objects), nil
 }
 
-// listCSINodeInfos lists the seed-API objects. A missing CRD (NotFound, or a REST mapping
-// with no match) means none exist.
+// listCSINodeInfos lists the seed-API CSINodeInfos. A missing CRD (NotFound, or a REST
+// mapping with no match) means none exist.
 func listCSINodeInfos(ctx context.Context, dyn dynamic.Interface) ([]csinodeinfo.CSINodeInfo, error) {
 	logger := klog.FromContext(ctx)
-	if dyn == nil {
-		logger.V(1).Info("No dynamic client; treating CSINodeInfos as absent")
-		return nil, nil
-	}
-	list, err := dyn.Resource(csinodeinfo.GroupVersionResource).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-		logger.V(1).Info("CSINodeInfo CRD is not installed; treating CSINodeInfos as absent", "resource", csinodeinfo.GroupVersionResource.String())
-		return nil, nil
-	}
-	if err != nil {
-		return nil, listErr(csinodeinfo.GroupVersionResource.GroupResource().String(), err)
-	}
-	infos := make([]csinodeinfo.CSINodeInfo, 0, len(list.Items))
-	for i := range list.Items {
-		info, err := csinodeinfo.FromUnstructured(&list.Items[i])
-		if err != nil {
-			return nil, fmt.Errorf("reading CSINodeInfos: %w", err)
+	return listSeed(ctx, dyn, csinodeinfo.GroupVersionResource, "CSINodeInfos", csinodeinfo.FromUnstructured, func(crdMissing bool) {
+		if crdMissing {
+			logger.V(1).Info("CSINodeInfo CRD is not installed; treating CSINodeInfos as absent", "resource", csinodeinfo.GroupVersionResource.String())
+		} else {
+			logger.V(1).Info("No dynamic client; treating CSINodeInfos as absent")
 		}
-		infos = append(infos, *info)
-	}
-	return infos, nil
+	})
 }
 
 // listSeedCSIDrivers lists the seed-API CSIDrivers. A missing CRD means none exist, which
@@ -156,27 +144,40 @@ func listCSINodeInfos(ctx context.Context, dyn dynamic.Interface) ([]csinodeinfo
 // it changes decisions the operator asked for with --driver-info-source.
 func listSeedCSIDrivers(ctx context.Context, dyn dynamic.Interface, source migration.DriverSource) ([]seedcsidriver.CSIDriver, error) {
 	logger := klog.FromContext(ctx).WithValues("resource", seedcsidriver.GroupVersionResource.String(), "driverInfoSource", source)
+	return listSeed(ctx, dyn, seedcsidriver.GroupVersionResource, "seed CSIDrivers", seedcsidriver.FromUnstructured, func(crdMissing bool) {
+		if crdMissing {
+			logger.Info("Seed CSIDriver CRD is not installed; every CSI driver without a storage.k8s.io/v1 CSIDriver counts as having no CSIDriver object (attach required)")
+		} else {
+			logger.Info("No dynamic client; treating seed CSIDrivers as absent (attach required unless a storage.k8s.io/v1 CSIDriver says otherwise)")
+		}
+	})
+}
+
+// listSeed lists one seed-API resource through the dynamic client and converts each object;
+// with no dynamic client, or no CRD served, it says so through absent and returns none.
+func listSeed[T any](ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, what string,
+	convert func(*unstructured.Unstructured) (*T, error), absent func(crdMissing bool)) ([]T, error) {
 	if dyn == nil {
-		logger.Info("No dynamic client; treating seed CSIDrivers as absent (attach required unless a storage.k8s.io/v1 CSIDriver says otherwise)")
+		absent(false)
 		return nil, nil
 	}
-	list, err := dyn.Resource(seedcsidriver.GroupVersionResource).List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-		logger.Info("Seed CSIDriver CRD is not installed; every CSI driver without a storage.k8s.io/v1 CSIDriver counts as having no CSIDriver object (attach required)")
+		absent(true)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, listErr(seedcsidriver.GroupVersionResource.GroupResource().String(), err)
+		return nil, listErr(gvr.GroupResource().String(), err)
 	}
-	drivers := make([]seedcsidriver.CSIDriver, 0, len(list.Items))
+	out := make([]T, 0, len(list.Items))
 	for i := range list.Items {
-		d, err := seedcsidriver.FromUnstructured(&list.Items[i])
+		obj, err := convert(&list.Items[i])
 		if err != nil {
-			return nil, fmt.Errorf("reading seed CSIDrivers: %w", err)
+			return nil, fmt.Errorf("reading %s: %w", what, err)
 		}
-		drivers = append(drivers, *d)
+		out = append(out, *obj)
 	}
-	return drivers, nil
+	return out, nil
 }
 
 func listErr(resource string, err error) error {

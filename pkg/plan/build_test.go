@@ -44,8 +44,8 @@ func boundPair(ns, claim, pvName string, src v1.PersistentVolumeSource) (*v1.Per
 }
 
 // fixture is a cluster with nodes in every rollout state:
-//   - node-migrated: CSINode lists all seven plugins
-//   - node-intree:   CSINode without the annotation
+//   - node-migrated: CSINode lists all seven plugins, and the GCE PD and EBS drivers registered
+//   - node-intree:   CSINode without the annotation, the NFS driver registered
 //   - node-new:      no CSINode yet (only a CSINodeInfo saying csi for the GCE PD driver)
 func fixture() []runtime.Object {
 	gce := v1.PersistentVolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "pd-1"}}
@@ -63,8 +63,9 @@ func fixture() []runtime.Object {
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-migrated"}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-intree"}},
 		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-new"}},
-		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-migrated", Annotations: map[string]string{migration.MigratedPluginsAnnotation: allMigrated}}},
-		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-intree"}},
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-migrated", Annotations: map[string]string{migration.MigratedPluginsAnnotation: allMigrated}},
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "pd.csi.storage.gke.io", NodeID: "m"}, {Name: "ebs.csi.aws.com", NodeID: "m"}}}},
+		&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-intree"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "nfs.csi.k8s.io", NodeID: "i"}}}},
 		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "nfs.csi.k8s.io"}, Spec: storagev1.CSIDriverSpec{AttachRequired: &attachFalse}},
 		pvcGCE, pvGCE, pvcGCE2, pvGCE2, pvcEBS, pvEBS, pvcNFS, pvNFS, pvcEmpty, pvEmpty, pending,
 		pod("db", "pg-0", "node-migrated", v1.PodRunning, claimVol("data", "data-pg-0"),

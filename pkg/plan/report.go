@@ -59,8 +59,8 @@ func FromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects) Re
 			continue
 		}
 		node := idx.NodeObjects(pod.Spec.NodeName)
-		for _, pv := range migration.PodVolumes(pod, idx) {
-			d := migration.DecidePodVolume(&cfg, pv, pod.Namespace, node, idx)
+		for _, dv := range migration.DecidePod(&cfg, &pod.ObjectMeta, pod.Spec.Volumes, node, idx) {
+			pv, d := dv.PodVolume, dv.Decision
 			rows = append(rows, Row{
 				Pod:              pod.Namespace + "/" + pod.Name,
 				Volume:           pv.Name,

@@ -45,7 +45,8 @@ func (x *attachedIndex) blockedBy(d *migration.Decision, pvName, node string) st
 	if pvName != "" {
 		candidates = append(candidates, x.byPV[pvName]...)
 	}
-	for _, u := range []string{d.UniqueName, d.InTreeUniqueName, csiUniqueOf(d)} {
+	names := migration.NamesOf(d, node)
+	for _, u := range []string{d.UniqueName, names.InTreeUnique, names.CSIUnique} {
 		if u != "" {
 			candidates = append(candidates, x.byUnique[u]...)
 		}
@@ -60,15 +61,6 @@ func (x *attachedIndex) blockedBy(d *migration.Decision, pvName, node string) st
 		}
 	}
 	return other
-}
-
-// csiUniqueOf is the CSI unique name of the decision's physical volume, whatever mechanism
-// was chosen, so an in-tree pair also sees a CSI attachment elsewhere.
-func csiUniqueOf(d *migration.Decision) string {
-	if d.Driver == "" || d.VolumeHandle == "" {
-		return ""
-	}
-	return migration.CSIUniqueName(d.Driver, d.VolumeHandle)
 }
 
 // sortPairs sorts by node, pod and volume, the order of the controller's snapshot.

@@ -41,19 +41,13 @@ type attachmentRef struct {
 	node, pv, name string
 }
 
-// IsManaged reports whether the controller manages the node's volumes (the kubelet set the
-// controller-managed-attach-detach annotation to "true").
-func IsManaged(n *v1.Node) bool {
-	return migration.IsManagedNode(n)
-}
-
 // fromObjects is the pure part of FromCluster, tested on its own.
 func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, vas []attachmentRef, now time.Time) Report {
 	r := newReport(SourceCluster, cfg, now)
 	idx := migration.NewObjectIndex(objs)
 	var nodes []migration.NodeObjects
 	for i := range objs.Nodes {
-		if IsManaged(&objs.Nodes[i]) {
+		if migration.IsManagedNode(&objs.Nodes[i]) {
 			nodes = append(nodes, idx.NodeObjects(objs.Nodes[i].Name))
 		}
 	}
@@ -70,8 +64,8 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 		}
 		node := idx.NodeObjects(pod.Spec.NodeName)
 		podKey := pod.Namespace + "/" + pod.Name
-		for _, pv := range migration.PodVolumes(pod, idx) {
-			d := migration.DecidePodVolume(&cfg, pv, pod.Namespace, node, idx)
+		for _, dv := range migration.DecidePod(&cfg, &pod.ObjectMeta, pod.Spec.Volumes, node, idx) {
+			pv, d := dv.PodVolume, dv.Decision
 			r.VolumesByMechanism[d.Mechanism]++
 			facts = append(facts, pairFacts{node: node.Name, pod: podKey, volume: pv.Name, pv: pv.PVName, plugin: d.Plugin, mechanism: d.Mechanism})
 			if d.Mechanism == migration.MechanismWait || d.Mechanism == migration.MechanismError {
@@ -82,7 +76,7 @@ func fromObjects(cfg migration.Config, pods []v1.Pod, objs migration.Objects, va
 			}
 			if other := where.blockedBy(&d, pv.PVName, node.Name); other != "" {
 				r.Problems = append(r.Problems, Problem{Kind: ProblemMultiAttach, Node: node.Name, Pod: podKey, Volume: pv.Name,
-					Reason: fmt.Sprintf("volume is ReadWriteOnce and still attached to node %q; it is attached here as soon as that attachment is gone", other)})
+					Reason: migration.MultiAttachReason(other)})
 			}
 		}
 	}

@@ -36,8 +36,11 @@ func node(name string, managed bool, attached ...string) *v1.Node {
 	return n
 }
 
+// csiNode is the node's CSINode with the migrated-plugins annotation ("-" for none) and the
+// gce-pd and aws-ebs CSI drivers registered.
 func csiNode(name, migrated string) *storagev1.CSINode {
-	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "pd.csi.storage.gke.io", NodeID: name}, {Name: "ebs.csi.aws.com", NodeID: name}}}}
 	if migrated != "-" {
 		n.Annotations = map[string]string{migration.MigratedPluginsAnnotation: migrated}
 	}

@@ -15,6 +15,8 @@ type ControllerView interface {
 	Snapshot() []adc.PairState
 	// RecentOperations returns the last finished operations, newest first.
 	RecentOperations() []adc.Operation
+	// OperationsUnderWay returns the attaches and detaches requested and not ended yet.
+	OperationsUnderWay() []adc.Operation
 	// Config returns the migration configuration the controller decides with.
 	Config() migration.Config
 	// ManagedNodes returns the managed nodes with their migration objects.
@@ -34,6 +36,13 @@ func FromController(view ControllerView, now time.Time) Report {
 			break
 		}
 		r.RecentFlips = append(r.RecentFlips, FlipRecord{Time: f.Time, Node: f.Node, Plugin: f.Plugin, Migrated: f.Migrated})
+	}
+	for i, op := range view.OperationsUnderWay() {
+		if i == MaxOperations {
+			break
+		}
+		r.UnderWay = append(r.UnderWay, OperationRecord{Kind: string(op.Kind), Node: op.Node, Volume: op.Volume,
+			Plugin: op.Plugin, Migrated: op.Migrated, Time: op.Started})
 	}
 	return r
 }

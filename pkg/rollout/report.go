@@ -63,12 +63,15 @@ type Report struct {
 	// Operations are the most recent finished attach and detach operations, newest first, at
 	// most MaxOperations; always empty for source cluster.
 	Operations []OperationRecord `json:"operations"`
+	// UnderWay are the attaches and detaches requested and not ended yet, oldest first, at
+	// most MaxOperations (Time is when each was requested); always empty for source cluster.
+	UnderWay []OperationRecord `json:"underWay"`
 	// RecentFlips are the last managed nodes that reported an in-tree plugin migrated or no
 	// longer migrated, newest first, at most MaxFlips; always empty for source cluster (a
 	// flip is seen as it happens, by a running controller).
 	RecentFlips []FlipRecord `json:"recentFlips"`
 	// Nodes are the node view's rows, one per managed node sorted by name. They are not
-	// part of /api/v1/rollout (a large cluster would bloat it): NodesView serves them.
+	// part of /dashboard/api/v1/rollout (a large cluster would bloat it): NodesView serves them.
 	Nodes []NodeRollout `json:"-"`
 }
 
@@ -201,6 +204,9 @@ func (r Report) withLists() Report {
 	if r.Notes == nil {
 		r.Notes = []NodeNote{}
 	}
+	if r.UnderWay == nil {
+		r.UnderWay = []OperationRecord{}
+	}
 	if r.Operations == nil {
 		r.Operations = []OperationRecord{}
 	}
@@ -236,6 +242,7 @@ func newReport(source Source, cfg migration.Config, now time.Time) Report {
 		Problems:           []Problem{},
 		Notes:              []NodeNote{},
 		Operations:         []OperationRecord{},
+		UnderWay:           []OperationRecord{},
 		RecentFlips:        []FlipRecord{},
 	}
 }

@@ -8,11 +8,15 @@ import "net/http/pprof"
 // execution trace (trace?seconds=N). Profiles read the process, never cluster state, so the
 // listener stays read-only; symbol also answers POST because `go tool pprof` posts addresses
 // to it.
+//
+// The profiles are served on the secure port only, behind authorization (get on the
+// non-resource URL /debug/*, or /debug/pprof/* for these alone), never on the loopback
+// listener: a CPU profile or a trace keeps a core busy for as long as it is asked to.
 func (s *Server) EnableProfiling() {
-	s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	s.debug.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.debug.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.debug.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.debug.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.debug.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	s.debug.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }

@@ -1,22 +1,26 @@
-// Package server is adc's one HTTP listener: health and readiness checks, Prometheus
-// metrics from the component-base legacy registry (so the same metrics appear inside
-// kube-controller-manager when adc is embedded there), and whatever pages other packages
-// register, such as the rollout dashboard. Nothing served here changes cluster state.
+// Package server is adc's HTTP serving: health and readiness checks, Prometheus metrics
+// from the component-base legacy registry (so the same metrics appear inside
+// kube-controller-manager when adc is embedded there), Go's runtime profiles when asked, and
+// whatever pages other packages register, such as the rollout dashboard. Nothing served
+// here changes cluster state.
+//
+// Everything is served the way kube-controller-manager serves it: on a secure port (TLS,
+// delegated authentication with TokenReview and client certificates, delegated
+// authorization with SubjectAccessReview, k8s.io/apiserver's options and filters; see
+// secure.go), where only the health paths are anonymous. A plain HTTP listener exists only
+// when asked for, and only on a loopback address (loopback.go): the laptop and the demo, and
+// the person who reaches it through `kubectl port-forward`, which the API server authorizes.
+// It never serves the profiles.
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/component-base/metrics/legacyregistry"
-	"k8s.io/klog/v2"
 )
 
 // Check is a named health or readiness check; nil error means healthy.
@@ -25,10 +29,16 @@ type Check struct {
 	Check func(*http.Request) error
 }
 
-// Server serves /healthz, /healthz/<check>, /readyz, /readyz/<check>, /metrics and
-// registered handlers.
+// Server serves /healthz, /healthz/<check>, /readyz, /readyz/<check>, /livez, /metrics,
+// registered handlers and, once EnableProfiling is called, /debug/pprof/.
 type Server struct {
+	// mux holds what every listener serves.
 	mux *http.ServeMux
+	// debug holds /debug/, which only the secure port serves: a CPU profile or a trace keeps
+	// a core busy for as long as it is asked to, so it needs authorization.
+	debug *http.ServeMux
+	// all routes /debug/ to debug and everything else to mux.
+	all *http.ServeMux
 
 	mu     sync.RWMutex
 	health []Check
@@ -37,8 +47,13 @@ type Server struct {
 
 // New returns a server with the built-in endpoints registered.
 func New() *Server {
-	s := &Server{mux: http.NewServeMux()}
+	s := &Server{mux: http.NewServeMux(), debug: http.NewServeMux(), all: http.NewServeMux()}
+	s.all.Handle("/debug/", s.debug)
+	s.all.Handle("/", s.mux)
 	s.mux.Handle("GET /metrics", legacyregistry.Handler())
+	// /livez as kube-controller-manager serves it (an anonymous path by default): the same
+	// checks as /healthz.
+	s.mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false), "") })
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { s.serveChecks(w, r, s.checks(false), "") })
 	s.mux.HandleFunc("GET /healthz/{check}", func(w http.ResponseWriter, r *http.Request) {
 		s.serveChecks(w, r, s.checks(false), r.PathValue("check"))
@@ -67,8 +82,10 @@ func (s *Server) AddReadyCheck(c Check) {
 // Handle registers a handler for a pattern (net/http ServeMux syntax).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// Handler returns the server's handler, for tests and for hosts with their own listener.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns everything the server serves, /debug/ included, without authentication
+// or authorization: what the secure port serves behind them (ServeSecure), for tests and
+// for hosts that put their own filters in front.
+func (s *Server) Handler() http.Handler { return s.all }
 
 func (s *Server) checks(ready bool) []Check {
 	s.mu.RLock()
@@ -112,35 +129,5 @@ func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks []Ch
 		fmt.Fprintln(w, "ok")
 	default:
 		fmt.Fprint(w, "ok")
-	}
-}
-
-// Listen binds addr (":8080", or "127.0.0.1:0" for a free port in tests) and returns the
-// bound address.
-func Listen(addr string) (net.Listener, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s (--http-addr): %w", addr, err)
-	}
-	return l, nil
-}
-
-// Serve serves on l until ctx ends, then shuts down gracefully.
-func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	logger := klog.FromContext(ctx)
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
-	errs := make(chan error, 1)
-	go func() { errs <- srv.Serve(l) }()
-	logger.Info("Serving HTTP", "address", l.Addr().String())
-	select {
-	case err := <-errs:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
-	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdownCtx)
 	}
 }

@@ -49,6 +49,9 @@ func ownStack(t *testing.T, opts harness.Options) *harness.Stack {
 		if err := adcRefused(s, t.Logf); err != nil {
 			t.Error(err)
 		}
+		if err := countUnregisteredDriverWarnings(s, t.Name()); err != nil {
+			t.Error(err)
+		}
 		if err := s.Stop(); err != nil {
 			t.Errorf("stopping the stack: %v", err)
 		}

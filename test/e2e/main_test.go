@@ -71,6 +71,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if err := countUnregisteredDriverWarnings(shared, "shared stack"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
+	if err := reportUnregisteredDriverWarnings(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
 	// adc ran as its ServiceAccount under deploy/kubernetes' RBAC: nothing it asked was refused.
 	if err := adcRefused(shared, func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: "+f+"\n", a...) }); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: shared stack:", err)

@@ -53,6 +53,53 @@ type ExternalAttacher struct {
 
 	attached atomic.Int64
 	detached atomic.Int64
+
+	traceMu sync.Mutex
+	trace   map[string]*SyncTrace
+}
+
+// maxRetryInterval bounds the simulator's retry backoff.
+const maxRetryInterval = 2 * time.Second
+
+// SyncTrace is what the simulator last did with one VolumeAttachment, for a test that finds
+// the object stuck to say whether the simulator ever saw the change.
+type SyncTrace struct {
+	// Enqueued counts the informer events that queued the object.
+	Enqueued int
+	// Syncs counts the syncs started; InFlight is set while one runs.
+	Syncs    int
+	InFlight bool
+	// LastStart and LastEnd time the last sync; LastErr is what it returned.
+	LastStart, LastEnd time.Time
+	LastErr            string
+	// LastRV is the resourceVersion the last sync read from the cache.
+	LastRV string
+}
+
+// Trace returns a copy of what the simulator did with the VolumeAttachment name, or nil
+// when it never queued it.
+func (a *ExternalAttacher) Trace(name string) *SyncTrace {
+	a.traceMu.Lock()
+	defer a.traceMu.Unlock()
+	if t := a.trace[name]; t != nil {
+		c := *t
+		return &c
+	}
+	return nil
+}
+
+func (a *ExternalAttacher) traced(name string, f func(*SyncTrace)) {
+	a.traceMu.Lock()
+	defer a.traceMu.Unlock()
+	if a.trace == nil {
+		a.trace = map[string]*SyncTrace{}
+	}
+	t := a.trace[name]
+	if t == nil {
+		t = &SyncTrace{}
+		a.trace[name] = t
+	}
+	f(t)
 }
 
 // Detached returns how many detaches the simulator has completed (with Finalizer).
@@ -91,7 +138,11 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(a.Client, 0)
 	inf := factory.Storage().V1().VolumeAttachments()
 	lister := inf.Lister()
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	// Retries back off from 5 ms to at most maxRetryInterval: the real external-attacher's
+	// ceiling is 5 minutes, which would make a test's convergence window measure the
+	// simulator's backoff (one object's attach and detach faults add up on one failure
+	// count) rather than the controller under test.
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, maxRetryInterval),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "simulated_external_attacher"})
 	enqueue := func(obj interface{}) {
 		va, ok := obj.(*storagev1.VolumeAttachment)
@@ -99,6 +150,7 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 			return
 		}
 		if !va.Status.Attached && va.DeletionTimestamp == nil || a.Finalizer && va.DeletionTimestamp != nil && hasFinalizer(va) {
+			a.traced(va.Name, func(t *SyncTrace) { t.Enqueued++ })
 			queue.Add(va.Name)
 		}
 	}
@@ -126,7 +178,21 @@ func (a *ExternalAttacher) Run(ctx context.Context) error {
 				if quit {
 					return
 				}
-				if err := a.sync(ctx, lister.Get, name); err != nil {
+				a.traced(name, func(t *SyncTrace) { t.Syncs, t.InFlight, t.LastStart = t.Syncs+1, true, time.Now() })
+				err := a.sync(ctx, func(name string) (*storagev1.VolumeAttachment, error) {
+					va, err := lister.Get(name)
+					if err == nil {
+						a.traced(name, func(t *SyncTrace) { t.LastRV = va.ResourceVersion })
+					}
+					return va, err
+				}, name)
+				a.traced(name, func(t *SyncTrace) {
+					t.InFlight, t.LastEnd, t.LastErr = false, time.Now(), ""
+					if err != nil {
+						t.LastErr = err.Error()
+					}
+				})
+				if err != nil {
 					klog.FromContext(ctx).V(4).Info("Simulated external-attacher retrying", "volumeAttachment", name, "err", err)
 					queue.AddRateLimited(name)
 				} else {

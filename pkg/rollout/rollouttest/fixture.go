@@ -32,6 +32,9 @@ type View struct {
 // RecentFlips returns the fixed flips.
 func (v *View) RecentFlips() []adc.NodeFlip { return append([]adc.NodeFlip(nil), v.Flips...) }
 
+// OperationsUnderWay implements rollout.ControllerView: none.
+func (v *View) OperationsUnderWay() []adc.Operation { return nil }
+
 // Snapshot returns the fixed pairs (a copy, as the controller does).
 func (v *View) Snapshot() []adc.PairState { return append([]adc.PairState(nil), v.Pairs...) }
 

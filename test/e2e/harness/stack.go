@@ -51,6 +51,7 @@ type Stack struct {
 	drivers                map[string]*Driver
 	adc                    *Process
 	adcPort                int
+	adcSecurePort          int
 	// kcm and scheduler run with Options.Cluster.
 	kcm, scheduler         *Process
 	kcmPort, schedulerPort int
@@ -238,12 +239,19 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.adcPort, err = freePort(); err != nil {
 		return nil, err
 	}
+	if s.adcSecurePort, err = freePort(); err != nil {
+		return nil, err
+	}
 	args := []string{"controller", "--kubeconfig", s.adcKubeconfig,
+		// The secure port as the Deployment serves it (TLS, delegated authentication and
+		// authorization through the API server, with the shipped RBAC when ShippedRBAC),
+		// on loopback; the tests read adc over plain HTTP on loopback.
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(s.adcSecurePort),
 		"--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.adcPort)),
 		// One replica: a restart in a test must not wait out a lease.
 		"--leader-elect=false", "--v", "2"}
 	s.adc = newProcess("adc", opts.ADCBinary, s.logPath("adc"), append(args, opts.ADCArgs...)...)
-	s.track(s.adc, s.adcPort)
+	s.track(s.adc, s.adcPort, s.adcSecurePort)
 	if !opts.DeferADC {
 		s.logf("starting adc")
 		if err := s.adc.Start(); err != nil {
@@ -331,7 +339,8 @@ func (s *Stack) ADCUser() string { return s.adcUser }
 // ADC returns the adc controller process, nil with Options.NoADC.
 func (s *Stack) ADC() *Process { return s.adc }
 
-// ADCAddr returns adc's HTTP address (/healthz, /readyz, /metrics).
+// ADCAddr returns adc's plain HTTP address on loopback (/healthz, /readyz, /metrics, the
+// dashboard).
 func (s *Stack) ADCAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.adcPort)) }
 
 // Logs returns the last lines of every process's log, for a failed test's output.

@@ -133,6 +133,7 @@ func TestChaos(t *testing.T) {
 	checker.RecordConvergence(pods+vas, problems)
 	if settleErr != nil {
 		t.Logf("not converged within 60s of the last fault (%v; last etcd catch-up error: %v)", settleErr, catchUpErr)
+		describeDeleting(t, cp, attacher)
 	} else {
 		t.Logf("converged %s after the last fault: %d pods, %d VolumeAttachments", time.Since(converged).Round(time.Millisecond), pods, vas)
 	}

@@ -52,7 +52,9 @@ func newReplicas(client kubernetes.Interface, kubeconfig string, maxWait time.Du
 	return &replicas{
 		client: client,
 		live:   map[int]*process{},
-		args: []string{"controller", "--kubeconfig", kubeconfig, "--http-addr", "127.0.0.1:0",
+		// No secure port: the replicas would share its port, and the chaos test reads nothing
+		// from adc over HTTP (test/integration/deploy covers the secure port).
+		args: []string{"controller", "--kubeconfig", kubeconfig, "--http-addr", "127.0.0.1:0", "--secure-port", "0",
 			"--leader-elect-namespace", "default", "--leader-elect-lease-name", leaseName,
 			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 5 / 6).String(),
 			"--leader-elect-retry-period", (lease / 12).String(),

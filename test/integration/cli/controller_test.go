@@ -1,11 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,17 +23,24 @@ import (
 )
 
 // `adc controller --kubeconfig` attaches a volume on the test control plane and exits 0 on
-// SIGTERM.
+// SIGTERM. Its secure port, on by default, serves the health checks to anyone and nothing
+// else without credentials; the kubeconfig's user (the admin, by client certificate) reads
+// /metrics.
 func TestControllerCommandAttachesAndExitsCleanly(t *testing.T) {
 	cp := framework.Get(t)
 	ctx := t.Context()
 	client := cp.Client
 
-	var out bytes.Buffer
+	securePort, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &framework.Output{}
 	cmd := exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--workers", "2",
 		"--kube-api-qps", "50", "--kube-api-burst", "100", "--max-wait-for-unmount", "1m", "-v", "2",
-		"--http-addr", "127.0.0.1:0", "--leader-elect-namespace", "default", "--logging-format", "json")
-	cmd.Stdout, cmd.Stderr = &out, &out
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(securePort),
+		"--leader-elect-namespace", "default", "--logging-format", "json")
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting adc controller: %v", err)
 	}
@@ -75,6 +85,26 @@ func TestControllerCommandAttachesAndExitsCleanly(t *testing.T) {
 		t.Fatalf("VolumeAttachment %s: %v", vaName, err)
 	}
 
+	base := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(securePort))
+	insecure := framework.InsecureTLSClient(t)
+	admin := framework.ClientWithCertificate(t, cp.Config)
+	framework.Eventually(ctx, t, "the admin reads /metrics on the secure port", 20*time.Second, func(ctx context.Context) (bool, string) {
+		code, body := framework.GetWithToken(ctx, admin, base+"/metrics", "")
+		return code == http.StatusOK, fmt.Sprintf("%d %.200s", code, body)
+	})
+	for path, want := range map[string]int{
+		"/healthz": http.StatusOK, "/readyz": http.StatusOK, "/livez": http.StatusOK,
+		"/metrics": http.StatusUnauthorized, "/dashboard/": http.StatusUnauthorized, "/debug/pprof/": http.StatusUnauthorized, "/": http.StatusUnauthorized,
+	} {
+		if code, body := framework.GetWithToken(ctx, insecure, base+path, ""); code != want {
+			t.Errorf("anonymous GET %s = %d, want %d: %.200s", path, code, want, body)
+		}
+	}
+	// Profiling is off unless asked: even the admin finds no profiles.
+	if code, _ := framework.GetWithToken(ctx, admin, base+"/debug/pprof/", ""); code != http.StatusNotFound {
+		t.Errorf("admin GET /debug/pprof/ without --profiling = %d, want 404", code)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +132,9 @@ func TestControllerCommandRejectsBadFlags(t *testing.T) {
 		{"unknown node source", []string{"--node-migration-source", "gossip"}, "--node-migration-source"},
 		{"zero workers", []string{"--workers", "0"}, "--workers"},
 		{"negative max wait", []string{"--max-wait-for-unmount", "-1s"}, "--max-wait-for-unmount"},
+		{"plain HTTP on every interface", []string{"--http-addr", ":8080"}, "--http-addr"},
+		{"plain HTTP on a pod address", []string{"--http-addr", "10.0.0.7:8080"}, "not a loopback address"},
+		{"secure port out of range", []string{"--secure-port", "70000"}, "--secure-port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := exec.Command(adcBinary, append([]string{"controller", "--kubeconfig", framework.Get(t).KubeconfigPath}, tc.args...)...).CombinedOutput()

@@ -30,7 +30,8 @@ func startReplica(t *testing.T, name, leaseName string, lease time.Duration) *re
 	t.Helper()
 	cp := framework.Get(t)
 	r := &replica{name: name, out: &framework.Output{}}
-	r.cmd = exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--http-addr", "127.0.0.1:0",
+	// No secure port: both replicas would want it (the controller test covers it).
+	r.cmd = exec.Command(adcBinary, "controller", "--kubeconfig", cp.KubeconfigPath, "--http-addr", "127.0.0.1:0", "--secure-port", "0",
 		"--leader-elect-namespace", "default", "--leader-elect-lease-name", leaseName,
 		"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", (lease * 3 / 4).String(),
 		"--leader-elect-retry-period", (lease / 8).String(), "--workers", "2", "-v", "2")

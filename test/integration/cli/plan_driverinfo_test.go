@@ -90,8 +90,8 @@ func TestPlanDriverInfoSource(t *testing.T) {
 	if _, err := kubelet.RegisterNode(ctx, node, true); err != nil {
 		t.Fatal(err)
 	}
-	must(t, kubelet.ReportCSINode(ctx, node, ""))
 	unsetDrv, disagreeDrv, noneDrv := "seed-unset.plan.example.com", "seed-disagree.plan.example.com", "seed-none.plan.example.com"
+	must(t, kubelet.ReportCSINode(ctx, node, "", unsetDrv, disagreeDrv, noneDrv))
 	if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: disagreeDrv},
 		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestPlanJSONOnMidRolloutCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(t, kubelet.ReportCSINode(ctx, "plan-migrated", "kubernetes.io/gce-pd,kubernetes.io/aws-ebs", "pd.csi.storage.gke.io"))
+	must(t, kubelet.ReportCSINode(ctx, "plan-migrated", "kubernetes.io/gce-pd,kubernetes.io/aws-ebs", "pd.csi.storage.gke.io", "csi.example.com"))
 	must(t, kubelet.ReportCSINode(ctx, "plan-intree", ""))
 	must(t, kubelet.ReportCSINode(ctx, "plan-skew", "kubernetes.io/aws-ebs"))
 	if _, err := c.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "plan-noattach.example.com"},

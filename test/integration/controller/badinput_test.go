@@ -36,7 +36,7 @@ func TestBadInputKeepsControllerRunning(t *testing.T) {
 	})
 	ctrl := e.startController(adc.Options{})
 	node := e.node("n1", true)
-	e.csiNode(node, " ,kubernetes.io/gce-pd,,bogus/plugin, kubernetes.io/gce-pd ", gceDriver)
+	e.csiNode(node, " ,kubernetes.io/gce-pd,,bogus/plugin, kubernetes.io/gce-pd ", gceDriver, driver)
 
 	// A PersistentVolume with no source at all cannot exist: the API server refuses it, so the
 	// decision engine's "no source" error is only reachable through its unit tests. The

@@ -71,7 +71,7 @@ func TestRestartWithExistingAttachments(t *testing.T) {
 	driver := e.driverName("rs")
 	e.startAttacher(&simulator.ExternalAttacher{Drivers: []string{driver, gceDriver}})
 	node := e.node("n1", true)
-	e.csiNode(node, gcePlugin, gceDriver)
+	e.csiNode(node, gcePlugin, gceDriver, driver)
 
 	type vol struct {
 		pod, volume string

@@ -40,18 +40,20 @@ func chromiumPath() (string, []string) {
 	return "", tried
 }
 
-// serveDashboard serves the controller's dashboard (and /metrics) on 127.0.0.1:0.
+// serveDashboard serves the controller's dashboard (and /metrics) on 127.0.0.1:0 over plain
+// HTTP: the loopback listener a person reaches with `kubectl port-forward`.
 func serveDashboard(t *testing.T, rc *rolloutCluster) string {
 	t.Helper()
 	return serveReports(t, func() rollout.Report { return rollout.FromController(rc.ctrl, time.Now()) })
 }
 
-// serveReports serves a dashboard of the reports source returns on 127.0.0.1:0.
+// serveReports serves a dashboard of the reports source returns on 127.0.0.1:0 (plain
+// HTTP, loopback).
 func serveReports(t *testing.T, source func() rollout.Report) string {
 	t.Helper()
 	srv := server.New()
 	dashboard.Register(srv, source)
-	l, err := server.Listen("127.0.0.1:0")
+	l, err := server.ListenLoopback("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +153,8 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	ctx, cancel := context.WithTimeout(browser, 90*time.Second)
 	defer cancel()
 	dialogs := watchDialogs(t, ctx)
+	// The bare address, as a person types it after `kubectl port-forward`: it redirects to
+	// the page under /dashboard/.
 	if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#plugins"))); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
 	}
@@ -228,8 +232,8 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scripts) != 1 || !strings.HasSuffix(scripts[0], "/static/dashboard.js") {
-		t.Errorf("scripts on the page = %q, want only /static/dashboard.js", scripts)
+	if len(scripts) != 1 || !strings.HasSuffix(scripts[0], dashboard.StaticPath+"dashboard.js") {
+		t.Errorf("scripts on the page = %q, want only %sdashboard.js", scripts, dashboard.StaticPath)
 	}
 
 	// With JavaScript on the page re-fetches itself; the numbers survive the swap.
@@ -251,7 +255,7 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	if _, err := chromedp.Call(noJS, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
 		t.Fatalf("disabling JavaScript: %v", err)
 	}
-	if err := chromedp.Do(noJS, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#plugins"))); err != nil {
+	if err := chromedp.Do(noJS, chromedp.Navigate(url+dashboard.PagePath), chromedp.WaitVisible(chromedp.CSS("#plugins"))); err != nil {
 		t.Fatalf("loading the page with JavaScript off: %v", err)
 	}
 	checkNumbers(noJS, "with JavaScript off")
@@ -266,14 +270,14 @@ func testBrowser(t *testing.T, rc *rolloutCluster) {
 	testHostileFields(t, browser, rc)
 
 	// The JSON API and /metrics agree with the page.
-	body := httpGet(t, url+"/api/v1/rollout")
+	body := httpGet(t, url+dashboard.APIPath)
 	if !strings.Contains(body, `"nodesMigrated": 2`) || !strings.Contains(body, `"volumesByPath": {
         "csi": 4,
         "inTree": 0,
         "held": 2,
         "total": 6
       }`) {
-		t.Errorf("GET /api/v1/rollout:\n%s", body)
+		t.Errorf("GET %s:\n%s", dashboard.APIPath, body)
 	}
 	body = httpGet(t, url+"/metrics")
 	for _, want := range []string{
@@ -349,7 +353,7 @@ func testHostileFields(t *testing.T, browser context.Context, rc *rolloutCluster
 				t.Fatalf("disabling JavaScript: %v", err)
 			}
 		}
-		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#readiness"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+dashboard.PagePath), chromedp.WaitVisible(chromedp.CSS("#readiness"))); err != nil {
 			t.Fatalf("loading the hostile page (JavaScript %v): %v", js, err)
 		}
 		for _, sel := range []string{
@@ -397,7 +401,7 @@ func testNodeView(t *testing.T, browser context.Context, url string, rc *rollout
 		}
 		when := fmt.Sprintf("node view (JavaScript %v):", js)
 		// From the rollout page, the link of gce-pd's not-migrated count.
-		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#plugins")),
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+dashboard.PagePath), chromedp.WaitVisible(chromedp.CSS("#plugins")),
 			chromedp.Click(chromedp.CSS(`[data-plugin="kubernetes.io/gce-pd"][data-field="nodesNotMigrated"] a`)),
 			chromedp.WaitVisible(chromedp.CSS("#nodes"))); err != nil {
 			t.Fatalf("%s following the not-migrated link: %v", when, err)
@@ -420,7 +424,7 @@ func testNodeView(t *testing.T, browser context.Context, url string, rc *rollout
 			}
 		}
 		// Every node, with its migrated plugins and volumes.
-		if err := chromedp.Do(ctx, chromedp.Navigate(url+"/nodes"), chromedp.WaitVisible(chromedp.CSS("#nodes"))); err != nil {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+dashboard.NodesPath), chromedp.WaitVisible(chromedp.CSS("#nodes"))); err != nil {
 			t.Fatalf("%s loading /nodes: %v", when, err)
 		}
 		a := `#nodes tr[data-node="` + rc.migrated + `"] `
@@ -442,10 +446,10 @@ func testNodeView(t *testing.T, browser context.Context, url string, rc *rollout
 		cancel()
 	}
 	var nr rollout.NodesReport
-	if err := json.Unmarshal([]byte(httpGet(t, url+"/api/v1/nodes?plugin="+gcePlugin+"&state=unknown")), &nr); err != nil {
+	if err := json.Unmarshal([]byte(httpGet(t, url+dashboard.NodesAPIPath+"?plugin="+gcePlugin+"&state=unknown")), &nr); err != nil {
 		t.Fatal(err)
 	}
 	if len(nr.Nodes) != 1 || nr.Nodes[0].Name != rc.unknown || nr.Nodes[0].KubeletVersion != kubeletVersion {
-		t.Errorf("/api/v1/nodes gce-pd unknown = %+v, want only %s", nr.Nodes, rc.unknown)
+		t.Errorf("%s gce-pd unknown = %+v, want only %s", dashboard.NodesAPIPath, nr.Nodes, rc.unknown)
 	}
 }

@@ -33,6 +33,10 @@ const (
 	script            = "<script>alert(1)</script>"
 )
 
+// nodeDrivers are the CSI drivers every seeded node's kubelet registers in its CSINode: adc
+// attaches nothing through a driver a node does not list.
+var nodeDrivers = []string{"pd.csi.storage.gke.io", "ebs.csi.aws.com", "pxd.portworx.com"}
+
 // rolloutCluster is the seeded mid-rollout cluster and the controller running on it.
 type rolloutCluster struct {
 	ns     string
@@ -102,7 +106,7 @@ func seedCluster(t *testing.T) *rolloutCluster {
 		rc.notMigrated: "",
 		rc.unmanaged:   gcePlugin,
 	} {
-		if err := kubelet.ReportCSINode(ctx, node, migrated); err != nil {
+		if err := kubelet.ReportCSINode(ctx, node, migrated, nodeDrivers...); err != nil {
 			t.Fatal(err)
 		}
 	}

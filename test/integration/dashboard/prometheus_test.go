@@ -29,10 +29,14 @@ import (
 const boardPath = "../../../deploy/grafana/migration-rollout.json"
 
 // TestPrometheusBoard proves the Grafana board on a real Prometheus: Debian's prometheus
-// scrapes the controller of a seeded mid-rollout cluster, and every panel's query, evaluated
-// through Prometheus' HTTP API, returns the series and values the seeded cluster implies. The
-// queries over rates of events (flips, detaches, forced detaches) are checked after the test
-// makes those events happen: a node flipping gce-pd twice and two managed nodes deleted.
+// scrapes the controller of a seeded mid-rollout cluster on its secure port, as a Prometheus
+// in the cluster is configured by the ServiceMonitor example (deploy/prometheus): HTTPS,
+// verifying the serving certificate, with the bearer token of a ServiceAccount bound to the
+// shipped ClusterRole adc-metrics-reader; a job without a token is refused (401). Every
+// panel's query, evaluated through Prometheus' HTTP API, returns the series and values the
+// seeded cluster implies. The queries over rates of events (flips, detaches, forced
+// detaches) are checked after the test makes those events happen: a node flipping gce-pd
+// twice and two managed nodes deleted.
 func TestPrometheusBoard(t *testing.T) {
 	bin := prometheusPath()
 	if bin == "" {
@@ -40,11 +44,17 @@ func TestPrometheusBoard(t *testing.T) {
 	}
 	board := boardExprs(t)
 	rc := seedCluster(t)
-	target := strings.TrimPrefix(serveDashboard(t, rc), "http://")
-	prom := startPrometheus(t, bin, target)
+	_, setupCtx := ktesting.NewTestContext(t)
+	shippedClusterRole(setupCtx, t, "adc-metrics-reader")
+	reader := framework.NewReader(setupCtx, t, framework.Get(t).Client, "monitoring", "prometheus", "adc-metrics-reader")
+	framework.WaitAccess(setupCtx, t, framework.Get(t).Client, reader.User(), "/metrics", true)
+	endpoint := serveSecure(t, rc)
+	target := endpoint.Addr
+	prom := startPrometheus(t, bin, scrapeJobs(t, serviceMonitorExample(t), endpoint, reader.Token))
 	start := time.Now()
-	prom.waitForScrapes(t, target, 2)
-	t.Logf("prometheus %s scraping %s: target up after %s", prom.url, target, time.Since(start).Round(time.Millisecond))
+	prom.waitForScrapes(t, "adc", target, 2)
+	t.Logf("prometheus %s scraping https://%s with a bearer token: target up after %s", prom.url, target, time.Since(start).Round(time.Millisecond))
+	prom.waitForScrapeError(t, "adc-without-token", "401")
 
 	checked := map[string]bool{}
 	check := func(expr string, want func(series) error) {
@@ -109,14 +119,14 @@ func TestPrometheusBoard(t *testing.T) {
 	client := framework.Get(t).Client
 	kubelet := simulator.Kubelet{Client: client}
 	waitAttached(t, ctx, rc.notMigrated, false)
-	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, gcePlugin); err != nil {
+	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, gcePlugin, nodeDrivers...); err != nil {
 		t.Fatal(err)
 	}
 	waitAttached(t, ctx, rc.notMigrated, true)
 	flipsQuery := `sum(` + metrics.NodeFlipsName + `{plugin="` + gcePlugin + `"})`
 	_, err := prom.poll(flipsQuery, all("")(atLeast(1)), 5*time.Second)
 	flipsExported := err == nil
-	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, ""); err != nil {
+	if err := kubelet.ReportCSINode(ctx, rc.notMigrated, "", nodeDrivers...); err != nil {
 		t.Fatal(err)
 	}
 	if flipsExported {
@@ -228,24 +238,50 @@ type prometheus struct {
 	url string
 }
 
-// startPrometheus runs bin with a scrape config for target (host:port, every second) and
-// its storage in a temporary directory; it is killed and its directory removed at cleanup.
-func startPrometheus(t *testing.T, bin, target string) *prometheus {
+// scrapeJobs is the scrape configuration of a Prometheus in the cluster set up by the
+// ServiceMonitor example, for the test's secure port: job adc with the endpoint's scheme and
+// path, the reader's token in a file (bearerTokenFile: the Pod's mounted token), and the
+// serving certificate verified against the test's CA (where the example, facing adc's
+// self-signed certificate, skips verification); and job adc-without-token, the same without
+// the token, which adc must refuse.
+func scrapeJobs(t *testing.T, ep serviceMonitorEndpoint, secure secureEndpoint, token string) string {
+	t.Helper()
+	if ep.Scheme != "https" || ep.Path != "/metrics" || ep.BearerTokenFile == "" || ep.Port != "https" {
+		t.Fatalf("the ServiceMonitor example scrapes %+v, want port https, scheme https, path /metrics and a bearer token file", ep)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job := func(name, auth string) string {
+		return fmt.Sprintf(`  - job_name: %s
+    scheme: %s
+    metrics_path: %s
+%s    tls_config:
+      ca_file: %q
+    static_configs:
+      - targets: [%q]
+`, name, ep.Scheme, ep.Path, auth, secure.CAFile, secure.Addr)
+	}
+	return job("adc", fmt.Sprintf("    authorization:\n      credentials_file: %q\n", tokenFile)) + job("adc-without-token", "")
+}
+
+// startPrometheus runs bin with the scrape jobs (YAML list items of scrape_configs, every
+// second) and its storage in a temporary directory; it is killed and its directory removed
+// at cleanup.
+func startPrometheus(t *testing.T, bin, jobs string) *prometheus {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "adc-prometheus-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	config := fmt.Sprintf(`global:
+	config := `global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
 scrape_configs:
-  - job_name: adc
-    static_configs:
-      - targets: [%q]
-`, target)
+` + jobs
 	configPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -355,27 +391,56 @@ func (p *prometheus) apiGet(path string, params url.Values, out any) error {
 	return json.Unmarshal(body.Data, out)
 }
 
-// waitForScrapes waits until the target is up and has been scraped n times since.
-func (p *prometheus) waitForScrapes(t *testing.T, target string, n int) {
+// activeTarget is a target of Prometheus' /api/v1/targets.
+type activeTarget struct {
+	ScrapePool string    `json:"scrapePool"`
+	ScrapeURL  string    `json:"scrapeUrl"`
+	Health     string    `json:"health"`
+	LastError  string    `json:"lastError"`
+	LastScrape time.Time `json:"lastScrape"`
+}
+
+// targets returns Prometheus' active targets.
+func (p *prometheus) targets() ([]activeTarget, error) {
+	var targets struct {
+		ActiveTargets []activeTarget `json:"activeTargets"`
+	}
+	err := p.apiGet("/api/v1/targets", nil, &targets)
+	return targets.ActiveTargets, err
+}
+
+// waitForScrapeError waits until the job's target has been scraped and failed with an
+// error containing want.
+func (p *prometheus) waitForScrapeError(t *testing.T, job, want string) {
+	t.Helper()
+	framework.Eventually(t.Context(), t, "prometheus job "+job+" failing with "+want, 20*time.Second, func(context.Context) (bool, string) {
+		targets, err := p.targets()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, tg := range targets {
+			if tg.ScrapePool == job && tg.Health == "down" && strings.Contains(tg.LastError, want) {
+				t.Logf("job %s: %s", job, tg.LastError)
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", targets)
+	})
+}
+
+// waitForScrapes waits until the job's target is up and has been scraped n times since.
+func (p *prometheus) waitForScrapes(t *testing.T, job, target string, n int) {
 	t.Helper()
 	var last string
 	var first time.Time
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		var targets struct {
-			ActiveTargets []struct {
-				ScrapeURL  string    `json:"scrapeUrl"`
-				Health     string    `json:"health"`
-				LastError  string    `json:"lastError"`
-				LastScrape time.Time `json:"lastScrape"`
-			} `json:"activeTargets"`
-		}
-		if err := p.apiGet("/api/v1/targets", nil, &targets); err != nil {
+		if targets, err := p.targets(); err != nil {
 			last = err.Error()
 		} else {
-			last = fmt.Sprintf("%+v", targets.ActiveTargets)
-			for _, tg := range targets.ActiveTargets {
-				if !strings.Contains(tg.ScrapeURL, target) || tg.Health != "up" {
+			last = fmt.Sprintf("%+v", targets)
+			for _, tg := range targets {
+				if tg.ScrapePool != job || !strings.Contains(tg.ScrapeURL, target) || tg.Health != "up" {
 					continue
 				}
 				if first.IsZero() {

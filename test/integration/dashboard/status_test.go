@@ -188,7 +188,7 @@ func testCheckComplete(t *testing.T, rc *rolloutCluster) {
 	_, ctx := ktesting.NewTestContext(t)
 	kubelet := simulator.Kubelet{Client: framework.Get(t).Client}
 	for _, n := range []string{rc.notMigrated, rc.unknown} {
-		if err := kubelet.ReportCSINode(ctx, n, gcePlugin); err != nil {
+		if err := kubelet.ReportCSINode(ctx, n, gcePlugin, nodeDrivers...); err != nil {
 			t.Fatal(err)
 		}
 	}

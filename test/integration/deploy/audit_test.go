@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,15 +11,19 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
 // The package's control plane keeps an audit log (TestMain), and after the tests checkAudit
 // reads every request the ServiceAccount made, in-process and as the adc binary, and checks
-// the shipped RBAC against them: nothing was refused, every call is granted by the
-// manifests' ClusterRole or Role, and every verb those grant was used by the suite or is
-// listed in grantsNotExercised with the code that uses it.
+// the shipped RBAC against them: nothing was refused, every call is granted by a role the
+// manifests bind to the ServiceAccount (adc's ClusterRole and Role, and the built-in
+// system:auth-delegator and extension-apiserver-authentication-reader of its secure port),
+// and every verb those grant was used by the suite or is listed in grantsNotExercised with
+// the code that uses it.
 
 // forbiddenProbeAgent is the User-Agent of the tests' own requests as the ServiceAccount
 // that must be refused (checkForbiddenWrites); the audit checks leave them out.
@@ -36,6 +41,8 @@ var grantsNotExercised = map[string]string{
 	// binary, which lists plainly, runs the Deployment's default sources (csinode, csidriver).
 	"list csinodeinfos.csi.storage.k8s.io": "pkg/adc csinodeinfo.go: the dynamic informer of --node-migration-source=csinodeinfo|auto lists where the API server does not stream lists",
 	"list csidrivers.csi.storage.k8s.io":   "pkg/adc seedcsidriver.go: the dynamic informer of --driver-info-source=seed|auto lists where the API server does not stream lists",
+	// Only when an operator opens the dashboard's /preflight page.
+	"list storageclasses.storage.k8s.io": "pkg/preflight List (internal/serving Checks): the /preflight page and /api/v1/preflight check in-tree StorageClasses",
 }
 
 // checkAudit is the package's AfterTests: the RBAC checks over the whole suite's audit log.
@@ -50,7 +57,11 @@ func checkAudit(cp *framework.ControlPlane, passed bool) error {
 		return err
 	}
 	user := m.serviceAccountUser()
-	calls, paths := framework.CallsOf(reqs, user, m.namedResource, forbiddenProbeAgent)
+	grants, err := m.boundGrants(context.Background(), cp.Client)
+	if err != nil {
+		return err
+	}
+	calls, paths := framework.CallsOf(reqs, user, grants.namedResource, forbiddenProbeAgent)
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "deploy: %s made %d kinds of requests:\n", user, len(calls))
 		for _, c := range calls {
@@ -60,7 +71,7 @@ func checkAudit(cp *framework.ControlPlane, passed bool) error {
 	}
 	errs := []error{
 		framework.CheckNoForbidden(reqs, user, forbiddenProbeAgent),
-		m.checkCallsGranted(calls),
+		m.checkCallsGranted(grants, calls),
 	}
 	switch {
 	case !wholeSuite():
@@ -68,7 +79,7 @@ func checkAudit(cp *framework.ControlPlane, passed bool) error {
 	case !passed:
 		fmt.Fprintln(os.Stderr, "deploy: a test failed: the check that every granted verb is used is skipped")
 	default:
-		errs = append(errs, m.checkGrantsUsed(calls))
+		errs = append(errs, checkGrantsUsed(grants, calls))
 	}
 	return errors.Join(errs...)
 }
@@ -86,9 +97,12 @@ func wholeSuite() bool {
 // grant is one verb on one resource that a rule of the shipped RBAC grants.
 type grant struct {
 	role      string // "ClusterRole adc" or "Role adc-system/adc-leader-election"
-	namespace string // the Role's namespace; empty for the ClusterRole
+	namespace string // the RoleBinding's namespace; empty for a ClusterRoleBinding
 	rule      rbacv1.PolicyRule
 }
+
+// grants are what the manifests' bindings grant adc's ServiceAccount.
+type grants []grant
 
 func (g grant) String() string {
 	c := framework.Call{Verb: g.rule.Verbs[0], APIGroup: g.rule.APIGroups[0], Resource: g.rule.Resources[0], Namespace: g.namespace}
@@ -103,10 +117,12 @@ func (g grant) allows(c framework.Call) bool {
 	return (g.namespace == "" || g.namespace == c.Namespace) && framework.RuleAllows(g.rule, c)
 }
 
-// grants splits the ClusterRole's and the Role's rules into one grant per verb, group and
-// resource.
-func (m *manifests) grants() []grant {
-	var out []grant
+// boundGrants resolves every binding of the manifests whose subjects include adc's
+// ServiceAccount to its role (from the manifests, or from the API server for the built-in
+// roles they bind) and splits the role's resource rules into one grant per verb, group and
+// resource. A binding to a role that exists nowhere is an error.
+func (m *manifests) boundGrants(ctx context.Context, client kubernetes.Interface) (grants, error) {
+	var out grants
 	add := func(role, ns string, rules []rbacv1.PolicyRule) {
 		for _, r := range rules {
 			for _, v := range r.Verbs {
@@ -119,15 +135,53 @@ func (m *manifests) grants() []grant {
 			}
 		}
 	}
-	add("ClusterRole "+m.ClusterRole.Name, "", m.ClusterRole.Rules)
-	add("Role "+m.Role.Namespace+"/"+m.Role.Name, m.Role.Namespace, m.Role.Rules)
-	return out
+	rules := func(ref rbacv1.RoleRef, ns string) ([]rbacv1.PolicyRule, error) {
+		if ref.Kind == "ClusterRole" {
+			if r := m.clusterRole(ref.Name); r != nil {
+				return r.Rules, nil
+			}
+			r, err := client.RbacV1().ClusterRoles().Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("%s binds ClusterRole %s, which neither it nor the API server has: %w", shippedRBAC, ref.Name, err)
+			}
+			return r.Rules, nil
+		}
+		if r := m.role(ns, ref.Name); r != nil {
+			return r.Rules, nil
+		}
+		r, err := client.RbacV1().Roles(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s binds Role %s/%s, which neither it nor the API server has: %w", shippedRBAC, ns, ref.Name, err)
+		}
+		return r.Rules, nil
+	}
+	for _, b := range m.ClusterRoleBindings {
+		if !bindsServiceAccount(b.Subjects, m) {
+			continue
+		}
+		r, err := rules(b.RoleRef, "")
+		if err != nil {
+			return nil, err
+		}
+		add(b.RoleRef.Kind+" "+b.RoleRef.Name, "", r)
+	}
+	for _, b := range m.RoleBindings {
+		if !bindsServiceAccount(b.Subjects, m) {
+			continue
+		}
+		r, err := rules(b.RoleRef, b.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		add(b.RoleRef.Kind+" "+b.Namespace+"/"+b.RoleRef.Name, b.Namespace, r)
+	}
+	return out, nil
 }
 
 // namedResource reports whether a rule of the shipped RBAC names the resources of the call's
 // kind, so that the call's object name matters.
-func (m *manifests) namedResource(c framework.Call) bool {
-	return slices.ContainsFunc(m.grants(), func(g grant) bool {
+func (gs grants) namedResource(c framework.Call) bool {
+	return slices.ContainsFunc(gs, func(g grant) bool {
 		if len(g.rule.ResourceNames) == 0 {
 			return false
 		}
@@ -137,30 +191,29 @@ func (m *manifests) namedResource(c framework.Call) bool {
 	})
 }
 
-// checkCallsGranted checks that the ClusterRole or the Role grants every call: what the
+// checkCallsGranted checks that a role the manifests bind grants every call: what the
 // server's authorizer decided (and CheckNoForbidden saw) could also have come from another
 // binding.
-func (m *manifests) checkCallsGranted(calls []framework.Call) error {
-	grants := m.grants()
+func (m *manifests) checkCallsGranted(gs grants, calls []framework.Call) error {
 	var missing []string
 	for _, c := range calls {
-		if !slices.ContainsFunc(grants, func(g grant) bool { return g.allows(c) }) {
+		if !slices.ContainsFunc(gs, func(g grant) bool { return g.allows(c) }) {
 			missing = append(missing, "  "+c.String())
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s made requests that neither ClusterRole %s nor Role %s/%s (%s) grants:\n%s",
-			m.serviceAccountUser(), m.ClusterRole.Name, m.Role.Namespace, m.Role.Name, shippedRBAC, strings.Join(missing, "\n"))
+		return fmt.Errorf("%s made requests that no role bound to it in %s grants:\n%s",
+			m.serviceAccountUser(), shippedRBAC, strings.Join(missing, "\n"))
 	}
 	return nil
 }
 
 // checkGrantsUsed checks that every grant was used by a call of the suite, or is listed in
 // grantsNotExercised; and that every entry there still names a grant.
-func (m *manifests) checkGrantsUsed(calls []framework.Call) error {
+func checkGrantsUsed(gs grants, calls []framework.Call) error {
 	var unused, stale []string
 	listed := map[string]bool{}
-	for _, g := range m.grants() {
+	for _, g := range gs {
 		key := g.String()
 		if _, ok := grantsNotExercised[key]; ok {
 			listed[key] = true

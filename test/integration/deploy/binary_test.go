@@ -1,15 +1,15 @@
 package deploy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,8 +43,13 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 
 	// Exactly the Deployment's arguments, then what only differs outside a Pod.
 	container := m.Deployment.Spec.Template.Spec.Containers[0]
+	securePort, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := append(append(append([]string{}, container.Command...), container.Args...),
 		"--kubeconfig", serviceAccountKubeconfig(t, cp.Config, m.serviceAccountUser()),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(securePort),
 		"--http-addr", "127.0.0.1:0", "--logging-format", "json", "-v", "2")
 	// The in-process controller of the other tests streams its informers' lists (client-go's
 	// WatchListClient, on by default: RBAC verb watch); the binary lists them the way client-go
@@ -69,10 +74,19 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	})
 	t.Logf("Lease %s/%s held by %s", leaseNS, leaseName, holder)
 
-	addr := adcProc.httpAddr(ctx, t)
+	addr := adcProc.loopbackAddr(ctx, t)
 	for _, path := range []string{"/readyz", "/healthz", "/healthz/leader-election"} {
 		framework.Eventually(ctx, t, "GET "+path+" 200", 20*time.Second, func(ctx context.Context) (bool, string) {
 			code, body := httpGet(ctx, "http://"+addr+path)
+			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		})
+	}
+	// The kubelet's probes: HTTPS on the secure port, anonymous, certificate not verified.
+	insecure := framework.InsecureTLSClient(t)
+	for _, path := range []string{"/readyz", "/healthz"} {
+		url := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(securePort)) + path
+		framework.Eventually(ctx, t, "probe GET "+url+" 200", 20*time.Second, func(ctx context.Context) (bool, string) {
+			code, body := framework.GetWithToken(ctx, insecure, url, "")
 			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 		})
 	}
@@ -166,26 +180,6 @@ func (p *adcProcess) stop(timeout time.Duration) error {
 		<-p.done
 		return fmt.Errorf("no exit within %s of SIGTERM; killed", timeout)
 	}
-}
-
-// httpAddr returns the address the HTTP listener bound, from the JSON log.
-func (p *adcProcess) httpAddr(ctx context.Context, t *testing.T) string {
-	t.Helper()
-	var addr string
-	framework.Eventually(ctx, t, "the HTTP listener's address in the log", 20*time.Second, func(context.Context) (bool, string) {
-		sc := bufio.NewScanner(strings.NewReader(p.out.String()))
-		for sc.Scan() {
-			var line struct {
-				Address string `json:"address"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Address != "" {
-				addr = line.Address
-				return true, ""
-			}
-		}
-		return false, "no JSON log line with an address"
-	})
-	return addr
 }
 
 func httpGet(ctx context.Context, url string) (int, string) {

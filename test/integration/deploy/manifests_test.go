@@ -30,16 +30,46 @@ var manifestDir = filepath.Join("..", "..", "..", "deploy", "kubernetes")
 // manifests are the objects of deploy/kubernetes, parsed strictly (an unknown or misspelt
 // field fails the test) into their Go types.
 type manifests struct {
-	Namespace          *v1.Namespace
-	ServiceAccount     *v1.ServiceAccount
-	ClusterRole        *rbacv1.ClusterRole
-	ClusterRoleBinding *rbacv1.ClusterRoleBinding
-	Role               *rbacv1.Role
-	RoleBinding        *rbacv1.RoleBinding
-	Deployment         *appsv1.Deployment
-	Service            *v1.Service
+	Namespace      *v1.Namespace
+	ServiceAccount *v1.ServiceAccount
+	// ClusterRole and Role are adc's own (named "adc" and "adc-leader-election"), among all
+	// the roles and bindings of the manifests: adc's, and those for its readers (access.yaml).
+	ClusterRole         *rbacv1.ClusterRole
+	Role                *rbacv1.Role
+	ClusterRoles        []*rbacv1.ClusterRole
+	ClusterRoleBindings []*rbacv1.ClusterRoleBinding
+	Roles               []*rbacv1.Role
+	RoleBindings        []*rbacv1.RoleBinding
+	Deployment          *appsv1.Deployment
+	Service             *v1.Service
 	// CRDs stay unstructured: the test only installs them.
 	CRDs []*unstructured.Unstructured
+}
+
+// Names of adc's own roles in deploy/kubernetes/rbac.yaml.
+const (
+	adcClusterRole = "adc"
+	adcRole        = "adc-leader-election"
+)
+
+// clusterRole returns the manifests' ClusterRole name, or nil.
+func (m *manifests) clusterRole(name string) *rbacv1.ClusterRole {
+	for _, r := range m.ClusterRoles {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// role returns the manifests' Role namespace/name, or nil.
+func (m *manifests) role(namespace, name string) *rbacv1.Role {
+	for _, r := range m.Roles {
+		if r.Namespace == namespace && r.Name == name {
+			return r
+		}
+	}
+	return nil
 }
 
 // serviceAccountUser is the user name the API server gives the manifests' ServiceAccount.
@@ -64,14 +94,19 @@ func readManifests() (*manifests, error) {
 	if err := m.loadKustomization(manifestDir); err != nil {
 		return nil, err
 	}
+	m.ClusterRole = m.clusterRole(adcClusterRole)
+	for _, r := range m.Roles {
+		if r.Name == adcRole {
+			m.Role = r
+		}
+	}
 	var errs []error
 	for _, kind := range []struct {
 		name    string
 		missing bool
 	}{
 		{"Namespace", m.Namespace == nil}, {"ServiceAccount", m.ServiceAccount == nil},
-		{"ClusterRole", m.ClusterRole == nil}, {"ClusterRoleBinding", m.ClusterRoleBinding == nil},
-		{"Role", m.Role == nil}, {"RoleBinding", m.RoleBinding == nil},
+		{"ClusterRole " + adcClusterRole, m.ClusterRole == nil}, {"Role " + adcRole, m.Role == nil},
 		{"Deployment", m.Deployment == nil}, {"Service", m.Service == nil}, {"CustomResourceDefinition", len(m.CRDs) == 0},
 	} {
 		if kind.missing {
@@ -154,13 +189,13 @@ func (m *manifests) add(doc []byte) error {
 	case v1.SchemeGroupVersion.WithKind("Service"):
 		return setOnce(&m.Service, doc, tm.Kind)
 	case rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):
-		return setOnce(&m.ClusterRole, doc, tm.Kind)
+		return addTo(&m.ClusterRoles, doc, tm.Kind)
 	case rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):
-		return setOnce(&m.ClusterRoleBinding, doc, tm.Kind)
+		return addTo(&m.ClusterRoleBindings, doc, tm.Kind)
 	case rbacv1.SchemeGroupVersion.WithKind("Role"):
-		return setOnce(&m.Role, doc, tm.Kind)
+		return addTo(&m.Roles, doc, tm.Kind)
 	case rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):
-		return setOnce(&m.RoleBinding, doc, tm.Kind)
+		return addTo(&m.RoleBindings, doc, tm.Kind)
 	case appsv1.SchemeGroupVersion.WithKind("Deployment"):
 		return setOnce(&m.Deployment, doc, tm.Kind)
 	case crdResource.GroupVersion().WithKind("CustomResourceDefinition"):
@@ -185,6 +220,16 @@ func setOnce[T any](slot **T, doc []byte, kind string) error {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
 	*slot = obj
+	return nil
+}
+
+// addTo parses doc strictly into a new T and appends it to *list.
+func addTo[T any](list *[]*T, doc []byte, kind string) error {
+	obj := new(T)
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
+	*list = append(*list, obj)
 	return nil
 }
 
@@ -216,14 +261,22 @@ func applyManifests(ctx context.Context, t *testing.T) *manifests {
 	}
 	_, err = c.CoreV1().ServiceAccounts(m.ServiceAccount.Namespace).Create(ctx, m.ServiceAccount, opts)
 	create("ServiceAccount "+m.ServiceAccount.Name, err)
-	_, err = c.RbacV1().ClusterRoles().Create(ctx, m.ClusterRole, opts)
-	create("ClusterRole "+m.ClusterRole.Name, err)
-	_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, m.ClusterRoleBinding, opts)
-	create("ClusterRoleBinding "+m.ClusterRoleBinding.Name, err)
-	_, err = c.RbacV1().Roles(m.Role.Namespace).Create(ctx, m.Role, opts)
-	create("Role "+m.Role.Name, err)
-	_, err = c.RbacV1().RoleBindings(m.RoleBinding.Namespace).Create(ctx, m.RoleBinding, opts)
-	create("RoleBinding "+m.RoleBinding.Name, err)
+	for _, r := range m.ClusterRoles {
+		_, err = c.RbacV1().ClusterRoles().Create(ctx, r, opts)
+		create("ClusterRole "+r.Name, err)
+	}
+	for _, b := range m.ClusterRoleBindings {
+		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, b, opts)
+		create("ClusterRoleBinding "+b.Name, err)
+	}
+	for _, r := range m.Roles {
+		_, err = c.RbacV1().Roles(r.Namespace).Create(ctx, r, opts)
+		create("Role "+r.Namespace+"/"+r.Name, err)
+	}
+	for _, b := range m.RoleBindings {
+		_, err = c.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, opts)
+		create("RoleBinding "+b.Namespace+"/"+b.Name, err)
+	}
 	_, err = c.CoreV1().Services(m.Service.Namespace).Create(ctx, m.Service, opts)
 	create("Service "+m.Service.Name, err)
 	_, err = c.AppsV1().Deployments(m.Deployment.Namespace).Create(ctx, m.Deployment, opts)

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/kcm"
 	"github.com/migration-aware/adc/test/integration/framework"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -151,7 +152,7 @@ func TestEmbeddedInControllerManager(t *testing.T) {
 			addsBefore := queueAdds(t, "adc_node")
 			opts := adc.Options{}
 			ctrl := h.build(t, ctx, func(ctx context.Context) (kcmController, error) {
-				return adc.NewControllerManagerController(ctx, h.factory, h.newClient(t, "adc"), cp.Dynamic, opts, 2)
+				return kcm.NewEmbedded(ctx, h.factory, h.newClient(t, "adc"), cp.Dynamic, opts, 2)
 			})
 			// kube-controller-manager's TestControllerNamesConsistency rule for its controllers.
 			if name := ctrl.Name(); name != adc.ControllerManagerName || !kcmControllerName.MatchString(name) {

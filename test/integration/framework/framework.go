@@ -118,7 +118,7 @@ func MainWithADCOptions(m *testing.M, setPath func(string), o Options) {
 func BuildADC() (string, func(), error) { return BuildCommand("adc") }
 
 // BuildCommand builds cmd/<name> of this module into a temporary folder and returns its path
-// and a function that removes it.
+// and a function that removes it, with the build tags of `make build` (ADC_BUILD_TAGS).
 func BuildCommand(name string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", name+"-bin-")
 	if err != nil {
@@ -126,7 +126,7 @@ func BuildCommand(name string) (string, func(), error) {
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", bin, "github.com/migration-aware/adc/cmd/"+name)
+	build := exec.Command("go", "build", "-tags", "grpcnotrace", "-o", bin, "github.com/migration-aware/adc/cmd/"+name)
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("building %s: %w\n%s", name, err, out)

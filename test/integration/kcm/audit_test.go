@@ -27,10 +27,10 @@ const bootstrapRole = "system:controller:" + kcm.Identity
 // refused (403), and the bootstrap role, or the ClusterRole docs/kube-controller-manager.md
 // tells a distribution to add for the seed APIs (deploy/kube-controller-manager), grants
 // every request it made (what they did not grant was either refused or granted by another
-// binding, such as system:discovery). The informers
-// adc registers on the host's factory are not among them: kube-controller-manager's shared
-// informers run as kube-controller-manager itself (system:kube-controller-manager in a
-// cluster, which may list and watch everything; the test's admin here).
+// binding, such as system:discovery). The informers adc registers on the host's factory are
+// not among them: kube-controller-manager's shared informers run as kube-controller-manager
+// itself, system:kube-controller-manager, as in a cluster; nothing of that identity may be
+// refused either.
 func checkAudit(cp *framework.ControlPlane) error {
 	reqs, err := framework.ReadAudit(cp)
 	if err != nil {
@@ -61,7 +61,7 @@ func checkAudit(cp *framework.ControlPlane) error {
 			fmt.Fprintf(os.Stderr, "  non-resource: %s\n", strings.Join(paths, " "))
 		}
 	}
-	errs := []error{framework.CheckNoForbidden(reqs, adcUser)}
+	errs := []error{framework.CheckNoForbidden(reqs, adcUser), framework.CheckNoForbidden(reqs, kcmUser)}
 	if len(notGranted) > 0 {
 		errs = append(errs, fmt.Errorf("neither ClusterRole %s nor %s grants requests %s made (docs/kube-controller-manager.md, Permissions, must say what to add):\n%s",
 			bootstrapRole, seedAPIRBAC, adcUser, strings.Join(notGranted, "\n")))

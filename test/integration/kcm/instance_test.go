@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,10 +76,17 @@ func start(cp *framework.ControlPlane, name string, o options) (*instance, error
 			// kube-controller-manager serves a self-signed certificate of its own.
 			InsecureSkipVerify: true, //nolint:gosec // a test talking to its own child process
 		}}}}
-	kubeconfig := cp.KubeconfigPath
+	kubeconfig, err := kcmKubeconfig(cp, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	args := []string{
+		// As a cluster runs it: its own identity, system:kube-controller-manager, under the
+		// bootstrap policy's roles; the controllers (adc among them) as their ServiceAccounts.
 		"--kubeconfig", kubeconfig,
-		// /metrics is authorized through the API server; the admin (system:masters) may.
+		// /metrics is authorized through the API server; the test reads it as the admin
+		// (system:masters), which may.
 		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(dir, "certs"),
 		"--controllers", o.controllers,
@@ -240,4 +248,27 @@ func stopOperatorKCM() {
 		operator.inst.stop()
 		operator.inst = nil
 	}
+}
+
+// kcmUser is the identity kube-controller-manager runs as in a cluster; the bootstrap policy
+// binds it the ClusterRole system:kube-controller-manager (list and watch of everything for
+// its shared informers, tokens of the controllers' ServiceAccounts, delegated authn/z).
+const kcmUser = "system:kube-controller-manager"
+
+// kcmKubeconfig writes, into dir, a kubeconfig for kube-controller-manager's own identity: a
+// client certificate of the test control plane's CA for kcmUser.
+func kcmKubeconfig(cp *framework.ControlPlane, dir string) (string, error) {
+	user, err := cp.Env.ControlPlane.AddUser(envtest.User{Name: kcmUser}, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating a client certificate for %s: %w", kcmUser, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing a kubeconfig for %s: %w", kcmUser, err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", kcmUser, err)
+	}
+	return path, nil
 }

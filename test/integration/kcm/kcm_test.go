@@ -3,11 +3,13 @@ package kcm
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/migration-aware/adc/pkg/adc"
@@ -158,6 +160,53 @@ func TestHealthzAndMetrics(t *testing.T) {
 			v, ok := sample(body, m.name, m.labels)
 			return ok && v >= m.min, fmt.Sprintf("found %v, value %v", ok, v)
 		})
+	}
+}
+
+// Inside kube-controller-manager adc's paths ride on the host's secure port and its
+// delegated authorization, unchanged (docs/kube-controller-manager.md, "Permissions"): the
+// health check is anonymous, adc's own check under /healthz/ and /metrics need a grant, and
+// the shipped ClusterRole adc-metrics-reader (deploy/kubernetes/access.yaml) is the grant
+// that lets a scraper read adc's metrics there too: nonResourceURLs are the same on every
+// component that delegates authorization.
+func TestMetricsNeedAuthorization(t *testing.T) {
+	i := operatorKCM(t)
+	ctx := t.Context()
+	client := framework.Get(t).Client
+	role, err := framework.ShippedClusterRole("adc-metrics-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	nobody := framework.NewReader(ctx, t, client, "kcm-readers", "nobody")
+	scraper := framework.NewReader(ctx, t, client, "kcm-readers", "scraper", role.Name)
+	framework.WaitAccess(ctx, t, client, scraper.User(), "/metrics", true)
+	framework.Eventually(ctx, t, "adc runs in kube-controller-manager", 60*time.Second, i.runsADC)
+
+	base := fmt.Sprintf("https://127.0.0.1:%d", i.port)
+	insecure := framework.InsecureTLSClient(t)
+	for _, tc := range []struct {
+		who, token, path string
+		want             int
+	}{
+		{"anonymous", "", "/healthz", http.StatusOK},
+		// kube-controller-manager lets anonymous requests reach its authorizer, which
+		// refuses system:anonymous (403; adc's own port answers 401).
+		{"anonymous", "", "/metrics", http.StatusForbidden},
+		{"anonymous", "", "/healthz/" + adc.ControllerManagerName, http.StatusForbidden},
+		{"ServiceAccount without a grant", nobody.Token, "/metrics", http.StatusForbidden},
+		{"scraper (adc-metrics-reader)", scraper.Token, "/metrics", http.StatusOK},
+		{"scraper (adc-metrics-reader)", scraper.Token, "/healthz/" + adc.ControllerManagerName, http.StatusForbidden},
+	} {
+		code, body := framework.GetWithToken(ctx, insecure, base+tc.path, tc.token)
+		if code != tc.want {
+			t.Errorf("%s GET %s = %d, want %d: %.200s", tc.who, tc.path, code, tc.want, body)
+		}
+		if tc.path == "/metrics" && code == http.StatusOK && !strings.Contains(body, metrics.ModeName) {
+			t.Errorf("%s GET /metrics lacks adc's %s", tc.who, metrics.ModeName)
+		}
 	}
 }
 

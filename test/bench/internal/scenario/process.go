@@ -3,6 +3,7 @@ package scenario
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,20 +18,26 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // process is the controller under test running as a process of its own.
 type process struct {
-	cmd      *exec.Cmd
-	log      *os.File
-	httpAddr string // adc's HTTP listener, empty for kube-controller-manager
-	exited   chan struct{}
+	cmd *exec.Cmd
+	log *os.File
+	// secureAddr is adc's secure port on 127.0.0.1, empty for kube-controller-manager.
+	secureAddr string
+	kubeconfig string
+	exited     chan struct{}
 }
 
 // controllerCommand returns the command line of the controller under test: kube-controller-
 // manager with only its attach/detach controller, or `adc controller`, both with the same
-// client budget and leader election off.
-func controllerCommand(c Config, kubeconfig, httpAddr string) (string, []string, error) {
+// client budget and leader election off. adc serves its secure port on secureAddr (as the
+// Deployment does, delegated authentication and authorization included), with the profiles
+// when a CPU profile is asked for.
+func controllerCommand(c Config, kubeconfig, secureAddr string) (string, []string, error) {
 	qps, burst := strconv.FormatFloat(c.QPS, 'f', -1, 64), strconv.Itoa(c.Burst)
 	switch c.Controller {
 	case KCM:
@@ -47,8 +54,15 @@ func controllerCommand(c Config, kubeconfig, httpAddr string) (string, []string,
 		if c.ADCPath == "" {
 			return "", nil, errors.New("no adc binary: run `make build` and pass bin/adc")
 		}
+		host, port, err := net.SplitHostPort(secureAddr)
+		if err != nil {
+			return "", nil, fmt.Errorf("adc's secure address %q: %w", secureAddr, err)
+		}
 		args := []string{"controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
-			"--kube-api-qps", qps, "--kube-api-burst", burst, "--http-addr", httpAddr, "-v", "0"}
+			"--kube-api-qps", qps, "--kube-api-burst", burst, "--bind-address", host, "--secure-port", port, "-v", "0"}
+		if c.CPUProfile != "" {
+			args = append(args, "--profiling")
+		}
 		return c.ADCPath, append(args, c.ADCFlags...), nil
 	}
 	return "", nil, fmt.Errorf("controller %q does not run as a process", c.Controller)
@@ -77,7 +91,7 @@ func startProcess(c Config, kubeconfig, logPath string) (*process, error) {
 		_ = log.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	p := &process{cmd: cmd, log: log, httpAddr: addr, exited: make(chan struct{})}
+	p := &process{cmd: cmd, log: log, secureAddr: addr, kubeconfig: kubeconfig, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
 }
@@ -110,17 +124,32 @@ func (p *process) stop() {
 func freeLocalAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", fmt.Errorf("finding a free port for adc's HTTP listener: %w", err)
+		return "", fmt.Errorf("finding a free port for adc's secure port: %w", err)
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
 	return addr, nil
 }
 
-// cpuProfile fetches a CPU profile of seconds from adc's /debug/pprof/profile into path,
-// once adc's listener is up.
-func cpuProfile(ctx context.Context, addr string, seconds int, path string) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+// cpuProfile fetches a CPU profile of seconds from adc's /debug/pprof/profile on its secure
+// port into path, once the port is up, with the credentials of kubeconfig (the benchmark's
+// admin, whom adc's delegated authorization allows /debug/*).
+func cpuProfile(ctx context.Context, addr, kubeconfig string, seconds int, path string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s for the profile's credentials: %w", kubeconfig, err)
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return fmt.Errorf("the credentials of %s: %w", kubeconfig, err)
+	}
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{}
+	}
+	// adc's certificate is self-signed, made in memory at start.
+	tlsCfg.InsecureSkipVerify, tlsCfg.RootCAs = true, nil
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false, nil
@@ -129,14 +158,17 @@ func cpuProfile(ctx context.Context, addr string, seconds int, path string) erro
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for adc's HTTP listener on %s: %w", addr, err)
+		return fmt.Errorf("waiting for adc's secure port on %s: %w", addr, err)
 	}
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+	url := fmt.Sprintf("https://%s/debug/pprof/profile?seconds=%d", addr, seconds)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if cfg.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("fetching %s (is --profiling on?): %w", url, err)
 	}

@@ -111,13 +111,13 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	fmt.Fprintf(c.Progress, "started %s (%s)\n", c.Controller, c.Name())
 	profileDone := make(chan error, 1)
-	if c.CPUProfile != "" && proc != nil && proc.httpAddr != "" {
+	if c.CPUProfile != "" && proc != nil && proc.secureAddr != "" {
 		go func() {
 			select {
 			case <-time.After(c.CPUProfileDelay):
 			case <-ctx.Done():
 			}
-			profileDone <- cpuProfile(ctx, proc.httpAddr, c.CPUProfileSeconds, c.CPUProfile)
+			profileDone <- cpuProfile(ctx, proc.secureAddr, proc.kubeconfig, c.CPUProfileSeconds, c.CPUProfile)
 		}()
 	} else {
 		profileDone <- nil

@@ -187,7 +187,7 @@ func podPhase(p *v1.Pod) string {
 
 // printADCReport prints adc's own view: its report as `adc status` prints it.
 func printADCReport(out io.Writer, obs observation) error {
-	fmt.Fprintf(out, "\nadc's own report (GET /api/v1/rollout of the adc binary):\n")
+	fmt.Fprintf(out, "\nadc's own report (GET /dashboard/api/v1/rollout of the adc binary):\n")
 	return rollout.RenderText(out, obs.report)
 }
 

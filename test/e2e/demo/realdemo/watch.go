@@ -171,7 +171,7 @@ func (w *watcher) observe(ctx context.Context) (observation, error) {
 	return obs, nil
 }
 
-// fetchReport reads adc's own rollout report (GET /api/v1/rollout, as the dashboard does).
+// fetchReport reads adc's own rollout report (GET /dashboard/api/v1/rollout, as the dashboard does).
 func fetchReport(ctx context.Context, s *harness.Stack) (rollout.Report, error) {
 	var r rollout.Report
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ADCAddr()+dashboard.APIPath, nil)

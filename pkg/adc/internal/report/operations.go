@@ -1,0 +1,147 @@
+package report
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/migration-aware/adc/pkg/migration"
+)
+
+// OperationKind is attach or detach.
+type OperationKind string
+
+const (
+	// OperationAttach: from the attach request (VolumeAttachment create, in-tree Attach) until
+	// the volume is attached (status.attached, or the in-tree call returned).
+	OperationAttach OperationKind = "attach"
+	// OperationDetach: from the detach request until the VolumeAttachment is gone or the
+	// in-tree Detach returned.
+	OperationDetach OperationKind = "detach"
+)
+
+// Operation is one finished attach or detach, for metrics and the dashboard.
+type Operation struct {
+	Kind   OperationKind
+	Node   string
+	Volume string // unique name, or VolumeAttachment name when the unique name is unknown
+	// Plugin is the volume plugin in upstream's metric terms: the in-tree plugin name for
+	// in-tree and migrated volumes, kubernetes.io/csi:<driver> for native CSI volumes.
+	Plugin    string
+	Mechanism migration.Mechanism
+	// Migrated is true for an in-tree volume attached through its CSI driver.
+	Migrated bool
+	Started  time.Time
+	Duration time.Duration
+	// Err is the failure message; empty for success.
+	Err string
+}
+
+// Observer is told about finished operations and forced detaches, as they happen; the
+// metrics package implements it. Calls must not block.
+type Observer interface {
+	OperationCompleted(Operation)
+	ForcedDetach(reason string)
+	// NodeRead is told about each fresh (quorum) read of a Node that confirms a detach, with
+	// its result (NodeReadOK, NodeReadNotFound, NodeReadError): the price of never detaching
+	// on a stale cache.
+	NodeRead(result string)
+	// NodeFlip is told about a managed node reporting plugin migrated or no longer migrated.
+	NodeFlip(plugin string)
+}
+
+// ForcedDetachReason values label the forced detach counter.
+const (
+	ForcedDetachOutOfService = "out-of-service"
+	ForcedDetachNotReady     = "timeout"
+	ForcedDetachNodeDeleted  = "node-deleted"
+)
+
+// Pending are the CSI operations under way, by VolumeAttachment name, that the
+// VolumeAttachment informer ends: a record for the recent-operations list and the metrics,
+// not part of the controller's decisions, so it keeps its own lock apart from memory.
+type Pending struct {
+	mu        sync.Mutex
+	attaching map[string]Operation
+	detaching map[string]Operation
+}
+
+func NewPending() *Pending {
+	return &Pending{attaching: map[string]Operation{}, detaching: map[string]Operation{}}
+}
+
+// Start records op as under way; a detach takes the labels of the attach it follows.
+func (p *Pending) Start(name string, op Operation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if op.Kind == OperationAttach {
+		p.attaching[name] = op
+		return
+	}
+	if prev, ok := p.attaching[name]; ok {
+		op.Plugin, op.Migrated, op.Volume = prev.Plugin, prev.Migrated, prev.Volume
+	}
+	p.detaching[name] = op
+}
+
+// Abort forgets the operations of a VolumeAttachment whose request failed or that is gone.
+func (p *Pending) Abort(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.attaching, name)
+	delete(p.detaching, name)
+}
+
+// AttachEnded returns and forgets the attach of name, if one is under way.
+func (p *Pending) AttachEnded(name string) (Operation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	op, ok := p.attaching[name]
+	delete(p.attaching, name)
+	return op, ok
+}
+
+// DetachEnded returns and forgets the detach of name (and any attach), if under way.
+func (p *Pending) DetachEnded(name string) (Operation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	op, ok := p.detaching[name]
+	delete(p.detaching, name)
+	delete(p.attaching, name)
+	return op, ok
+}
+
+// List returns the operations under way, oldest first.
+func (p *Pending) List() []Operation {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Operation, 0, len(p.attaching)+len(p.detaching))
+	for _, op := range p.attaching {
+		out = append(out, op)
+	}
+	for _, op := range p.detaching {
+		out = append(out, op)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.Before(out[j].Started)
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}
+
+// Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
+func (p *Pending) Names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for n := range p.attaching {
+		out = append(out, "attach:"+n)
+	}
+	for n := range p.detaching {
+		out = append(out, "detach:"+n)
+	}
+	sort.Strings(out)
+	return out
+}
