@@ -8,6 +8,7 @@
 # make kcm-adc          build kube-controller-manager v1.36.3 with adc inside (cached)
 # make cluster-assets   build kube-scheduler and the stock kube-controller-manager v1.36.3 (cached)
 # make test-cluster     the TestCluster scenarios alone, the stock controller's 6 minutes in full
+# make bench-cluster    pod startup with volumes on the whole cluster, the three modes side by side
 # make cluster [MODE=kcm-adc|stock|standalone] [NODES=3]
 #                       a whole cluster on this machine (scheduler, kube-controller-manager with
 #                       all its controllers, hollow kubelets, CSI driver); prints its kubeconfig,
@@ -206,6 +207,19 @@ bench-compare: envtest-assets kcm-assets build
 # one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
 bench-scale: envtest-assets kcm-assets build
 	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
+
+# Pod startup with volumes on a whole cluster (test/e2e/cluster), the three modes side by side
+# in one invocation (docs/performance.md, "Pod startup with volumes"): 30 hollow nodes per mode,
+# what this machine sustains three times over (the host's 128 inotify instances per user: one
+# per kubelet, six per control plane), 150 pods with one volume each created at 10/s then
+# deleted; then upstream's storage experiment's shape, 100 pods with one volume each on one
+# node. Each reports pod created -> Running and pod deleted -> volume detached p50/p90/p99.
+BENCH_CLUSTER_NODES ?= 30
+BENCH_CLUSTER_PODS ?= 150
+.PHONY: bench-cluster
+bench-cluster: envtest-assets e2e-assets cluster-assets kcm-adc build
+	$(GO) run ./test/bench/cluster -adc bin/adc -nodes $(BENCH_CLUSTER_NODES) -pods $(BENCH_CLUSTER_PODS) -rate 10
+	$(GO) run ./test/bench/cluster -adc bin/adc -nodes 1 -pods 100 -rate 10
 
 # Attached -> listed in node status when several volumes of one node attach together, on the
 # real stack of the end-to-end suite (hollow kubelets, csi-attacher, the mock CSI driver, adc

@@ -25,8 +25,8 @@ import (
 func main() {
 	var o config
 	var modes string
-	flag.IntVar(&o.nodes, "nodes", 20, "hollow nodes per mode's cluster")
-	flag.IntVar(&o.pods, "pods", 200, "pods per mode, one volume each")
+	flag.IntVar(&o.nodes, "nodes", 30, "hollow nodes per mode's cluster")
+	flag.IntVar(&o.pods, "pods", 150, "pods per mode, one volume each")
 	flag.Float64Var(&o.rate, "rate", 10, "pods created (and later deleted) per second, per mode")
 	flag.StringVar(&modes, "modes", "kcm-adc,stock,standalone", "modes, run side by side")
 	flag.StringVar(&o.adc, "adc", "bin/adc", "the adc binary, for the standalone mode (make build)")

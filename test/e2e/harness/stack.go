@@ -455,16 +455,6 @@ func (s *Stack) logf(format string, args ...any) {
 	fmt.Fprintf(s.opts.Log, "harness: "+format+"\n", args...)
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("harness: finding a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // waitFile waits until path exists, or fails early when p exits.
 func waitFile(ctx context.Context, path string, p *Process, timeout time.Duration) error {
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
