@@ -48,9 +48,10 @@ demo-build:
 	$(GO) build -o bin/adc-demo ./cmd/adc-demo
 
 # The one-command tour: a local control plane seeded mid-rollout, the controller converging,
-# with simulated kubelets and attachers (seconds). REAL=1 tells the same story on hollow
-# kubelets, csi-attacher and the mock CSI driver with the adc binary (test/e2e/demo).
-demo: envtest-assets build $(if $(REAL),e2e-assets,demo-build)
+# with simulated kubelets and attachers (seconds). REAL=1 tells the same story on a whole
+# cluster on this machine (kube-scheduler, kube-controller-manager, hollow kubelets,
+# csi-attacher, the mock CSI driver) with the adc binary (test/e2e/demo).
+demo: envtest-assets build $(if $(REAL),e2e-assets cluster-assets,demo-build)
 ifeq ($(REAL),)
 	bin/adc-demo $(DEMO_FLAGS)
 else

@@ -56,6 +56,9 @@ type StoryPod struct {
 	Volume string
 	// InTreePlugin is the volume's in-tree plugin, empty for a CSI or non-attachable volume.
 	InTreePlugin string
+	// Zone is the topology.kubernetes.io/zone label of the pod's PersistentVolume, empty for
+	// a volume without one; the pod's node must be in that zone.
+	Zone string
 	// Driver is the CSI driver the volume goes through when it goes through CSI (the
 	// migration target of InTreePlugin), empty for a non-attachable volume.
 	Driver string
@@ -88,6 +91,7 @@ func StoryPods() []StoryPod {
 		if p.InTreePlugin != "" {
 			p.Driver, _ = trans.GetCSINameFromInTreeName(p.InTreePlugin)
 		}
+		p.Zone = zoneOf(w.kind)
 		switch w.kind {
 		case inlineGCE:
 			p.Volume = "inline gce-pd " + w.claim

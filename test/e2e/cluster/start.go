@@ -99,6 +99,11 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 	if _, err := ParseMode(string(o.Mode)); err != nil {
 		return harness.Options{}, err
 	}
+	if o.Mode == KCMADC {
+		if err := present(o.Assets.KCMADC, "make kcm-adc (or set "+KCMADCEnv+")"); err != nil {
+			return harness.Options{}, err
+		}
+	}
 	kcmArgs := []string{
 		"--node-monitor-grace-period", t.NodeMonitorGracePeriod.String(),
 		"--node-monitor-period", t.NodeMonitorPeriod.String(),

@@ -1,10 +1,14 @@
 // Package realdemo is `make demo REAL=1` (command test/e2e/demo): the mid-rollout story of
-// `adc-demo` (internal/demo) told on the real parts adc talks to in a cluster, through the
-// end-to-end harness (test/e2e/harness): hollow kubelets v1.36.3, the Kubernetes e2e mock CSI
-// driver registered with them, csi-attacher v4.13.0 and the adc binary. It prints which parts
-// are real and what it stages, waits until every pod that can run is Running and the others
-// are held by adc for a stated reason, prints what happened, stops everything and checks that
-// nothing is left behind. test/e2e runs it too, so it cannot drift away from the story.
+// `adc-demo` (internal/demo) told on a whole cluster on this machine (test/e2e/cluster, the
+// standalone mode): kube-scheduler and kube-controller-manager v1.36.3 with every default
+// controller but its attach/detach one, hollow kubelets v1.36.3, the Kubernetes e2e mock CSI
+// driver registered with them, csi-attacher v4.13.0 and the adc binary. The demo creates only
+// what a user would (PVs, claims naming them, pods asking for their node); the PV controller
+// binds, the scheduler places. It prints which parts are real and what it still stages (a
+// v1.36 kubelet reports every plugin migrated, so a not-migrated node's CSINode annotation is
+// rewritten), waits until every pod that can run is Running and the others are held by adc for
+// a stated reason, prints what happened, stops everything and checks that nothing is left
+// behind. test/e2e runs it too, so it cannot drift away from the story.
 package realdemo
 
 import (
@@ -23,6 +27,7 @@ import (
 	"github.com/migration-aware/adc/internal/controlplane"
 	"github.com/migration-aware/adc/internal/demo"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/test/e2e/cluster"
 	"github.com/migration-aware/adc/test/e2e/harness"
 )
 
@@ -60,9 +65,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	fmt.Fprintf(out, "adc-demo on REAL parts: the mid-rollout story of `make demo` (internal/demo)\n")
 	story.printParts(out, o)
 
-	s, err := harness.Start(ctx, story.harnessOptions(o))
+	ho, err := story.harnessOptions(o)
 	if err != nil {
-		return fmt.Errorf("starting the real parts (make e2e-assets builds them): %w", err)
+		return err
+	}
+	s, err := harness.Start(ctx, ho)
+	if err != nil {
+		return fmt.Errorf("starting the real parts (make e2e-assets and make cluster-assets build them): %w", err)
 	}
 	defer func() {
 		stopStart := time.Now()
@@ -77,25 +86,20 @@ func Run(ctx context.Context, o Options) (err error) {
 		err = errors.Join(err, stopErr, leftErr)
 		fmt.Fprintf(out, "demo took %s\n", time.Since(start).Round(100*time.Millisecond))
 	}()
-
+	var early []string
+	for _, n := range story.nodes {
+		if !n.Late {
+			early = append(early, n.Name)
+		}
+	}
+	if err := cluster.WaitNodesSchedulable(ctx, s.Client, early, time.Minute); err != nil {
+		return err
+	}
 	if err := stageAnnotations(ctx, s.Client, story.staged); err != nil {
 		return err
 	}
-	if err := demo.SeedWorkloads(ctx, s.Client); err != nil {
+	if err := demo.SeedClusterWorkloads(ctx, s.Client); err != nil {
 		return fmt.Errorf("seeding the story's workloads: %w", err)
-	}
-	topology, err := topologyLabels(ctx, s, story)
-	if err != nil {
-		return err
-	}
-	printTopology(out, topology)
-	pending := map[string]map[string]string{}
-	for node, labels := range topology {
-		if ok, err := labelNode(ctx, s, node, labels); err != nil {
-			return err
-		} else if !ok {
-			pending[node] = labels // a late node: labelled as soon as its kubelet registers it
-		}
 	}
 	fmt.Fprintf(out, "seeded %d pods in namespace %s; starting adc\n\n", len(story.pods), demo.Namespace)
 	if err := s.ADC().Start(); err != nil {
@@ -106,7 +110,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 
-	w := &watcher{stack: s, story: story, adcStart: adcStart, running: map[string]time.Duration{}, pendingLabels: pending}
+	w := &watcher{stack: s, story: story, adcStart: adcStart, running: map[string]time.Duration{}}
 	settled, err := w.wait(ctx, o)
 	if err != nil {
 		return err
@@ -166,36 +170,57 @@ func newStory() *story {
 	return st
 }
 
-func (st *story) harnessOptions(o Options) harness.Options {
-	ho := harness.Options{
-		ADCBinary:        o.ADCBinary,
-		DeferADC:         true,
-		DeferredKubelets: st.late,
-		Log:              indent{o.Out},
+// harnessOptions are a cluster in the standalone mode (kube-scheduler, kube-controller-manager
+// with every controller but its attach/detach controller, and the adc binary), with the story's
+// nodes, drivers and zones, adc and the late node's kubelet left for Run to start.
+func (st *story) harnessOptions(o Options) (harness.Options, error) {
+	assets, err := cluster.FindAssets()
+	if err != nil {
+		return harness.Options{}, err
 	}
-	if flag := demo.MigrationFlag(); flag != "" {
-		ho.ADCArgs = []string{"--migration", flag}
-	}
+	co := cluster.Options{Mode: cluster.Standalone, Assets: assets, ADCBinary: o.ADCBinary}
 	for _, n := range st.nodes {
-		ho.Nodes = append(ho.Nodes, n.Name)
+		co.Nodes = append(co.Nodes, n.Name)
 	}
 	for _, d := range st.drivers {
-		ho.Drivers = append(ho.Drivers, harness.DriverOptions{Name: d, NoAttach: contains(st.noAttach, d)})
+		co.Drivers = append(co.Drivers, harness.DriverOptions{Name: d, NoAttach: contains(st.noAttach, d)})
 	}
-	return ho
+	ho, err := co.HarnessOptions()
+	if err != nil {
+		return ho, err
+	}
+	zones, err := st.zones()
+	if err != nil {
+		return ho, err
+	}
+	placeInZones(&ho, zones)
+	ho.DeferADC = true
+	ho.DeferredKubelets = st.late
+	ho.Log = indent{o.Out}
+	if flag := demo.MigrationFlag(); flag != "" {
+		ho.ADCArgs = append(ho.ADCArgs, "--migration", flag)
+	}
+	return ho, nil
 }
 
 // printParts says what runs for real and what the demo stages.
 func (st *story) printParts(out io.Writer, o Options) {
 	attachers := len(st.drivers) - len(st.noAttach)
-	fmt.Fprintf(out, "REAL:\n")
-	fmt.Fprintf(out, "  kube-apiserver + etcd %s (envtest; no scheduler, PV controller or node lifecycle controller)\n", controlplane.KubernetesVersion)
+	fmt.Fprintf(out, "REAL: a whole cluster on this machine (test/e2e/cluster, mode %s)\n", cluster.Standalone)
+	fmt.Fprintf(out, "  kube-apiserver + etcd %s; kube-scheduler %[1]s places the pods; kube-controller-manager %[1]s with every\n", controlplane.KubernetesVersion)
+	fmt.Fprintf(out, "    default controller but its own attach/detach one: the PV controller binds the claims, the node lifecycle\n")
+	fmt.Fprintf(out, "    controller takes the not-ready taint off each node, the service account controllers serve the pods\n")
 	fmt.Fprintf(out, "  %d kubelets %s (kubemark's hollow kubelet, controller attach/detach on; fake container runtime and mounter)\n", len(st.nodes), controlplane.KubernetesVersion)
 	fmt.Fprintf(out, "    they write their Node, CSINode and volumesInUse, register the drivers and call NodeStage/NodePublish\n")
 	fmt.Fprintf(out, "  %d CSI drivers: the Kubernetes e2e mock driver under the story's driver names, registered with every kubelet\n", len(st.drivers))
 	fmt.Fprintf(out, "    through plugins_registry: %s (%s without attach)\n", strings.Join(st.drivers, ", "), strings.Join(st.noAttach, ", "))
+	if zones, err := st.zones(); err == nil {
+		printZones(out, zones)
+	}
 	fmt.Fprintf(out, "  %d csi-attacher %s, one per attachable driver: they attach what adc's VolumeAttachments ask for\n", attachers, attacherVersion)
 	fmt.Fprintf(out, "  the adc binary, run as users run it: adc controller --migration %s\n", demo.MigrationFlag())
+	fmt.Fprintf(out, "  the demo creates only what a user creates: PVs, claims naming them, pods asking for their node by its\n")
+	fmt.Fprintf(out, "    kubernetes.io/hostname label\n")
 	fmt.Fprintf(out, "STAGED (what real parts cannot show):\n")
 	for n, a := range st.staged {
 		fmt.Fprintf(out, "  %s: its kubelet writes all 7 plugins migrated in its CSINode (every v1.36 kubelet does); the demo rewrites\n", n)
@@ -203,9 +228,9 @@ func (st *story) printParts(out io.Writer, o Options) {
 		fmt.Fprintf(out, "    in-tree volumes only through CSI and no in-tree attacher exists among these parts, so its in-tree volume\n")
 		fmt.Fprintf(out, "    stays held by adc (the simulated demo attaches it with a simulated in-tree attacher).\n")
 	}
-	fmt.Fprintf(out, "  the demo binds the PVs and claims (no PV controller) and places the pods on their nodes (no scheduler)\n")
 	for _, n := range st.late {
-		fmt.Fprintf(out, "LATE: %s's kubelet starts %s after adc: until then its Node and CSINode do not exist.\n", n, o.LateKubelet)
+		fmt.Fprintf(out, "LATE: %s's kubelet starts %s after adc: until then its Node and CSINode do not exist, and the scheduler\n", n, o.LateKubelet)
+		fmt.Fprintf(out, "  leaves its pod unplaced.\n")
 	}
 	fmt.Fprintln(out)
 }

@@ -1,92 +1,72 @@
 package realdemo
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/csi-translation-lib/plugins"
 
-	"github.com/migration-aware/adc/internal/demo"
 	"github.com/migration-aware/adc/test/e2e/harness"
 )
 
-// topologyLabels returns, per node, the labels the CSI PersistentVolumes of its pods require.
-// csi-translation-lib turns a zonal in-tree PV's zone label into node affinity on the CSI
-// driver's own topology key (topology.gke.io/zone, topology.ebs.csi.aws.com/zone), and the
-// kubelet refuses to mount a volume whose node affinity its Node does not match. A real PD or
-// EBS CSI node plugin reports that topology through NodeGetInfo and the kubelet copies it to
-// the Node's labels; the mock driver reports none, so the demo stages them.
-func topologyLabels(ctx context.Context, s *harness.Stack, st *story) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
-	for _, sp := range st.pods {
-		if realOutcome(sp) == outcomeHeldInTree {
-			continue // never attached here, never mounted: nothing to stage for it
-		}
-		pod, err := s.Client.CoreV1().Pods(demo.Namespace).Get(ctx, sp.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("reading pod %s/%s: %w", demo.Namespace, sp.Name, err)
-		}
-		pv, err := csiPV(ctx, s, pod)
-		if err != nil {
-			return nil, err
-		}
-		if pv == nil || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil || len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) == 0 {
+// topologyKeys are the topology keys of the zonal CSI drivers the story's in-tree volumes
+// migrate to: csi-translation-lib turns a zonal in-tree PV's zone label into node affinity on
+// them, and the kubelet refuses to mount a volume whose node affinity its Node does not match.
+var topologyKeys = map[string]string{
+	plugins.GCEPDDriverName:  plugins.GCEPDTopologyKey,
+	plugins.AWSEBSDriverName: plugins.AWSEBSTopologyKey,
+}
+
+// zones returns each node's zone: the zone of the zonal volumes of its pods.
+func (st *story) zones() (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range st.pods {
+		if p.Zone == "" {
 			continue
 		}
-		// Terms are ORed: matching the first is enough.
-		for _, e := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions {
-			if e.Operator != v1.NodeSelectorOpIn || len(e.Values) == 0 {
-				continue
-			}
-			if out[sp.Node] == nil {
-				out[sp.Node] = map[string]string{}
-			}
-			out[sp.Node][e.Key] = e.Values[0]
+		if z, ok := out[p.Node]; ok && z != p.Zone {
+			return nil, fmt.Errorf("the story puts volumes of zones %s and %s on node %s", z, p.Zone, p.Node)
 		}
+		out[p.Node] = p.Zone
 	}
 	return out, nil
 }
 
-// labelNode adds labels to node; it returns false when the Node does not exist yet.
-func labelNode(ctx context.Context, s *harness.Stack, node string, labels map[string]string) (bool, error) {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
-	if err != nil {
-		return false, err
+// placeInZones gives each zonal node what a cloud node reports: the kubelet registers it with
+// its zone label (as a cloud provider labels it), and the zonal CSI drivers report the zone
+// from NodeGetInfo on it, which the kubelet copies to the node's labels and CSINode.
+func placeInZones(ho *harness.Options, zones map[string]string) {
+	ho.NodeLabels = map[string]map[string]string{}
+	for node, zone := range zones {
+		ho.NodeLabels[node] = map[string]string{v1.LabelTopologyZone: zone}
 	}
-	_, err = s.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("labelling node %s with %v: %w", node, labels, err)
+	for i, d := range ho.Drivers {
+		key, ok := topologyKeys[d.Name]
+		if !ok {
+			continue
+		}
+		ho.Drivers[i].Topology = map[string]map[string]string{}
+		for node, zone := range zones {
+			ho.Drivers[i].Topology[node] = map[string]string{key: zone}
+		}
 	}
-	return true, nil
 }
 
-// printTopology says which labels the demo stages on which node.
-func printTopology(out io.Writer, labels map[string]map[string]string) {
+// printZones says which node is in which zone, and who says so.
+func printZones(out io.Writer, zones map[string]string) {
 	var nodes []string
-	for n := range labels {
+	for n := range zones {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
+	var parts []string
 	for _, n := range nodes {
-		var kv []string
-		for k, v := range labels[n] {
-			kv = append(kv, k+"="+v)
-		}
-		sort.Strings(kv)
-		fmt.Fprintf(out, "STAGED: node %s labelled %s\n", n, strings.Join(kv, ","))
+		parts = append(parts, n+"="+zones[n])
 	}
-	if len(nodes) > 0 {
-		fmt.Fprintf(out, "  (the topology a real PD/EBS CSI node plugin reports through NodeGetInfo; the mock reports none, and the\n")
-		fmt.Fprintf(out, "  kubelet refuses a migrated zonal PV whose translated node affinity its Node does not match)\n")
-	}
+	fmt.Fprintf(out, "  zones %s: each kubelet registers its node's zone label (as a cloud\n", strings.Join(parts, ", "))
+	fmt.Fprintf(out, "    labels it), the PD and EBS mock drivers report topology.gke.io/zone and topology.ebs.csi.aws.com/zone from\n")
+	fmt.Fprintf(out, "    NodeGetInfo (as the real node plugins do), which the scheduler and the kubelet check against the PVs\n")
 }

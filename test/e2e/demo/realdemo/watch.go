@@ -62,8 +62,6 @@ type watcher struct {
 	story       *story
 	adcStart    time.Time
 	lateStarted bool
-	// pendingLabels are staged labels of nodes whose kubelet has not registered them yet.
-	pendingLabels map[string]map[string]string
 	// running is when each pod was first seen Running, after adc started.
 	running   map[string]time.Duration
 	settledAt time.Duration
@@ -87,15 +85,6 @@ func (w *watcher) wait(ctx context.Context, o Options) (bool, error) {
 				fmt.Fprintf(out, "  %+6.1fs  %s: kubelet started\n", since.Seconds(), n)
 			}
 			w.lateStarted = true
-		}
-		for node, labels := range w.pendingLabels {
-			ok, err := labelNode(ctx, w.stack, node, labels)
-			if err != nil {
-				return false, err
-			}
-			if ok {
-				delete(w.pendingLabels, node)
-			}
 		}
 		if obs, err := w.observe(ctx); err == nil {
 			w.last = obs
