@@ -194,7 +194,11 @@ func describePods(ctx context.Context, c *modeCluster, ns string) string {
 		out += "\nwarning events:"
 		for _, e := range events.Items {
 			if e.Type == v1.EventTypeWarning {
-				out += fmt.Sprintf("\n  %s %s/%s %s: %s", e.LastTimestamp.Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+				at := e.LastTimestamp.Time
+				if at.IsZero() {
+					at = e.EventTime.Time // events.k8s.io recorders (the scheduler) set only this
+				}
+				out += fmt.Sprintf("\n  %s %s/%s %s: %s", at.Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 		}
 	}
