@@ -45,4 +45,14 @@
 // stopped kubelet's node is not marked NotReady/Unknown by anyone), and no namespace or
 // garbage collector controller (namespaces and PVs stay until the control plane stops).
 // Pods have no service account token and the kubelets' fake runtime "runs" any image.
+// Options.Cluster runs what is missing instead, kube-scheduler and kube-controller-manager
+// with all its controllers, for a whole cluster with nothing staged (package
+// test/e2e/cluster chooses their modes and flags; NoADC when kube-controller-manager attaches).
+//
+// Start order, as on a cluster: control plane (and kube-scheduler and kube-controller-manager),
+// then the kubelets, then, once their Nodes exist, the CSI drivers (a node plugin's DaemonSet
+// pod starts on a registered node; a kubelet that finds a registration socket before its Node
+// exists retries with a backoff of up to two minutes), their attachers and adc. Ports are picked
+// below the kernel's ephemeral range, where a hundred kubelets' outgoing connections cannot take
+// them first.
 package harness
