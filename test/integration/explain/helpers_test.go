@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -115,19 +114,7 @@ func nodeStatus(t *testing.T, c kubernetes.Interface, name string, ready bool, s
 // runADC runs the adc binary and returns its stdout, stderr and exit code.
 func runADC(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), adcBinary, args...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return out.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("running adc %s: %v", strings.Join(args, " "), err)
-	return "", "", -1
+	return framework.RunCommand(t, adcBinary, args...)
 }
 
 // explainJSON runs `adc explain -o json` and decodes it.

@@ -1,10 +1,7 @@
 package preflight
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -203,17 +200,5 @@ func line(f preflight.Finding) string {
 // runADC runs the adc binary and returns its stdout, stderr and exit code.
 func runADC(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), adcBinary, args...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return out.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("running adc %s: %v", strings.Join(args, " "), err)
-	return "", "", -1
+	return framework.RunCommand(t, adcBinary, args...)
 }
