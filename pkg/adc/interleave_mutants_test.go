@@ -3,7 +3,6 @@ package adc
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -111,24 +110,7 @@ func (h *harness) mutateWorkerStart(t *thread) {
 	objs, _ := h.vas.Indexer.ByIndex(byNodeIndex, t.node)
 	sortByKey(objs)
 	t.stale = map[string][]interface{}{t.node: objs}
-	var names []string
-	t.readSeen = map[string]bool{}
-	for _, o := range objs {
-		names = append(names, objLabel(o))
-		if va, ok := cached.VAOf(o); ok {
-			t.readSeen[va.Name] = true
-		}
-	}
-	t.readExpected = map[string]bool{}
-	for name, e := range memoryExpectations(h.c) {
-		if e.node == t.node {
-			t.readExpected[name] = true
-		}
-	}
-	t.read = fmt.Sprintf("read VAs of %s outside the lock: [%s]", t.node, strings.Join(names, " "))
-	t.history = append(t.history, t.read)
-	h.yield(t)
-	t.read = ""
+	h.parkAfterRead(t, t.node, objs, " outside the lock")
 }
 
 // staleRead returns, for defect 5, what the current thread read outside the lock.

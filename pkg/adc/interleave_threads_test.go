@@ -182,6 +182,13 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 	if h.c.mem.Busy() {
 		return
 	}
+	h.parkAfterRead(t, node, objs, "")
+}
+
+// parkAfterRead records what the thread read of node's VolumeAttachments (the objects, and
+// the create expectations of node at that moment), then parks it until the scheduler
+// resumes it.
+func (h *harness) parkAfterRead(t *thread, node string, objs []interface{}, how string) {
 	var names []string
 	t.readSeen = map[string]bool{}
 	for _, o := range objs {
@@ -196,7 +203,7 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 			t.readExpected[name] = true
 		}
 	}
-	t.read = fmt.Sprintf("read VAs of %s: [%s]", node, strings.Join(names, " "))
+	t.read = fmt.Sprintf("read VAs of %s%s: [%s]", node, how, strings.Join(names, " "))
 	t.history = append(t.history, t.read)
 	h.yield(t)
 	t.read = ""
