@@ -182,7 +182,10 @@ func runController(parent context.Context, f *controllerFlags) error {
 	srv.AddReadyCheck(server.Check{Name: "informer-sync", Check: func(*http.Request) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if current != nil && !current.HasSynced() {
+		switch {
+		case current == nil && !f.leaderElect:
+			return fmt.Errorf("controller not started yet")
+		case current != nil && !current.HasSynced():
 			return fmt.Errorf("informer caches not synced yet")
 		}
 		return nil // a standby replica is ready: it is healthy and waiting for the lease

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/ktesting"
@@ -35,11 +36,7 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	cp := framework.Get(t)
 	m := applyManifests(ctx, t)
 	leaseNS := m.Role.Namespace
-	leases := cp.Client.CoordinationV1().Leases(leaseNS)
-	previousHolder := ""
-	if l, err := leases.Get(ctx, leaseName, metav1.GetOptions{}); err == nil && l.Spec.HolderIdentity != nil {
-		previousHolder = *l.Spec.HolderIdentity
-	}
+	previousHolder := leaseHolder(ctx, cp.Client, leaseNS)
 
 	// Exactly the Deployment's arguments, then what only differs outside a Pod.
 	container := m.Deployment.Spec.Template.Spec.Containers[0]
@@ -60,19 +57,7 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	s := newScenario(ctx, t)
 	startAttacher(ctx, t)
 
-	host, _ := os.Hostname()
-	var holder string
-	framework.Eventually(ctx, t, "the adc binary holds Lease "+leaseNS+"/"+leaseName, 30*time.Second, func(ctx context.Context) (bool, string) {
-		l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		return holder != "" && holder != previousHolder && strings.HasPrefix(holder, host+"_"), "holder " + holder
-	})
-	t.Logf("Lease %s/%s held by %s", leaseNS, leaseName, holder)
+	waitForNewLeader(ctx, t, cp.Client, leaseNS, previousHolder)
 
 	addr := adcProc.loopbackAddr(ctx, t)
 	for _, path := range []string{"/readyz", "/healthz", "/healthz/leader-election"} {
@@ -99,10 +84,8 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	if err := adcProc.stop(20 * time.Second); err != nil {
 		t.Errorf("adc after SIGTERM: %v, want exit 0", err)
 	}
-	if l, err := leases.Get(ctx, leaseName, metav1.GetOptions{}); err != nil {
-		t.Errorf("reading the Lease: %v", err)
-	} else if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-		t.Errorf("Lease still held by %s after SIGTERM, want it released for the standby", *l.Spec.HolderIdentity)
+	if holder := leaseHolder(ctx, cp.Client, leaseNS); holder != "" {
+		t.Errorf("Lease still held by %s after SIGTERM, want it released for the standby", holder)
 	}
 	if out := adcProc.out.String(); strings.Contains(strings.ToLower(out), "forbidden") {
 		t.Errorf("the adc binary was refused something as %s:\n%s", m.serviceAccountUser(), out)
@@ -195,4 +178,28 @@ func httpGet(ctx context.Context, url string) (int, string) {
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, b.String()
+}
+
+// leaseHolder returns who holds adc's Lease in namespace ns now, "" when nobody does.
+func leaseHolder(ctx context.Context, client kubernetes.Interface, ns string) string {
+	l, err := client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// waitForNewLeader waits until an adc binary of this host, not previousHolder, holds adc's
+// Lease in namespace ns. A replica is ready while it waits for the Lease and turns unready
+// for the moment its caches sync once it leads, so a test that reads /readyz to know the
+// controller runs waits for the Lease first.
+func waitForNewLeader(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, previousHolder string) {
+	t.Helper()
+	host, _ := os.Hostname()
+	var holder string
+	framework.Eventually(ctx, t, "the adc binary holds Lease "+ns+"/"+leaseName, 30*time.Second, func(ctx context.Context) (bool, string) {
+		holder = leaseHolder(ctx, client, ns)
+		return holder != "" && holder != previousHolder && strings.HasPrefix(holder, host+"_"), "holder " + holder
+	})
+	t.Logf("Lease %s/%s held by %s", ns, leaseName, holder)
 }

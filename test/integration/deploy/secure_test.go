@@ -106,6 +106,7 @@ func TestSecurePortAsShipped(t *testing.T) {
 		"--kubeconfig", serviceAccountKubeconfig(t, cp.Config, m.serviceAccountUser()),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--http-addr", "127.0.0.1:0", "--profiling", "--logging-format", "json", "-v", "2")
+	previousHolder := leaseHolder(ctx, admin, m.Role.Namespace)
 	adcProc := startADC(t, args)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -114,6 +115,9 @@ func TestSecurePortAsShipped(t *testing.T) {
 	})
 	base := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	insecure := framework.InsecureTLSClient(t)
+	// Ready once it leads and its caches synced: a replica waiting for the Lease is ready
+	// too, and turns unready for a moment when it takes the Lease.
+	waitForNewLeader(ctx, t, admin, m.Role.Namespace, previousHolder)
 	framework.Eventually(ctx, t, "GET "+base+"/readyz 200", 30*time.Second, func(ctx context.Context) (bool, string) {
 		code, body := framework.GetWithToken(ctx, insecure, base+"/readyz", "")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
