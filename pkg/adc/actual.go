@@ -25,6 +25,9 @@ type attachment struct {
 	// deleting: the VolumeAttachment has a deletion timestamp or adc sent its delete.
 	deleting bool
 	matched  bool
+	// released is the verdict of the DetachPolicy whose evidence (on the cached Node) freed
+	// the volume from the node's pods; reconcileDetach confirms it on the fresh Node.
+	released *migration.DetachVerdict
 }
 
 func (a *attachment) mechanism() migration.Mechanism {

@@ -76,6 +76,14 @@ type Controller struct {
 	// seedDrivers reads seed-API CSIDrivers; nil unless --driver-info-source is seed or auto.
 	seedDrivers *seedapi.DriverSource
 
+	// policySource reads DetachPolicies (nil without a dynamic client: the built-in rule
+	// only); detachRules are the rules compiled from them; policyQueue carries the names of
+	// policies whose status adc writes, through policyClient.
+	policySource *seedapi.PolicySource
+	detachRules  atomic.Pointer[migration.DetachPolicies]
+	policyQueue  workqueue.TypedRateLimitingInterface[string]
+	policyClient dynamic.ResourceInterface
+
 	// nodeQueue carries node names whose attachments must be reconciled.
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	// statusQueue carries node names whose status.volumesAttached may need a patch; it is
@@ -146,6 +154,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
+	c.policyQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: policyQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -198,6 +209,10 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		c.seedDrivers = seedapi.NewDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
 		c.lookups.Seed = c.seedDrivers
 	}
+	if dyn != nil {
+		c.policySource = seedapi.NewPolicySource(client, dyn, opts.CRDPollInterval, c.policiesChanged)
+		c.policyClient = newPolicyClient(dyn)
+	}
 	return c, nil
 }
 
@@ -207,6 +222,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
+	defer c.policyQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -233,6 +249,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			return
 		}
 	}
+	if c.policySource != nil {
+		// Blocks until the DetachPolicies are cached when their CRD is served and readable,
+		// so a restart never applies the built-in rule to a volume a policy holds.
+		c.policySource.Start(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+	}
 	c.started.Store(true)
 	c.enqueueAllNodes()
 
@@ -247,9 +271,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runStatusWorker, 0) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runPolicyWorker, 0) }()
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
+	c.policyQueue.ShutDown()
 	wg.Wait()
 }
 

@@ -19,9 +19,10 @@ import (
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
-// OutOfServiceTaint marks a node that is shut down for good; its volumes are detached at
-// once, even if the kubelet last reported them in use.
-const OutOfServiceTaint = "node.kubernetes.io/out-of-service"
+// OutOfServiceTaint marks a node that is shut down for good (KEP-2268); the built-in rule
+// detaches its volumes at once, even if the kubelet last reported them in use, and a
+// DetachPolicy may accept it as evidence (migration.DetachRule).
+const OutOfServiceTaint = v1.TaintNodeOutOfService
 
 // reconcileDetach handles an attachment no active pod on the node needs. It detaches only
 // what is safe: not reported in use by the kubelet (unless the node is out of service or not
@@ -49,7 +50,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
 		return
 	}
-	if r.inUseBlocks(r.node, a, st) {
+	if a.released == nil && r.inUseBlocks(r.node, a, st) {
 		return
 	}
 	node, err := r.freshNode(ctx)
@@ -68,16 +69,32 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Reason = "the node no longer has the " + ManagedAnnotation + " annotation; adc leaves its volumes alone"
 		return
 	}
+	rule := r.c.ruleOfAttachment(a)
+	verdict := rule.Verdict(node, r.now)
+	if a.released != nil && !verdict.ReleasesPods {
+		// The cache showed evidence that freed the volume from the node's pods; the API
+		// server's Node no longer does (Ready again, taint removed): the pods keep it.
+		st.Phase = PhaseDetachBlocked
+		st.Reason = "pods on the node still use the volume and the node as the API server has it now shows no evidence that frees it (policy " + rule.Policy + "); kept"
+		return
+	}
 	if r.inUseBlocks(node, a, st) {
 		return
 	}
-	forced := ""
+	job := detachJob{a: a, notReadySince: migration.NotReadySince(node)}
 	if inUse, why := volumeInUse(node, a); inUse {
-		_, forceWhy, _ := r.c.forceDetach(node, r.now)
-		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, forceWhy, why)
+		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, verdict.Reason, why)
+		if rule.Policy != migration.BuiltInRule {
+			msg += " (DetachPolicy " + rule.Policy + ")"
+		}
 		r.c.eventOnce(r.node.Name, func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
-		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", forceWhy)
-		forced = forcedLabel(node)
+		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", verdict.Reason, "evidence", verdict.Evidence, "detachPolicy", rule.Policy)
+		job.forced = string(verdict.Evidence)
+	}
+	job.evidence = notReadyLabel(node, migration.Evidence(job.forced))
+	if job.forced == "" && a.released != nil {
+		// Not reported in use, and freed from its pods by evidence: the evidence decided it.
+		job.evidence = a.released.Evidence
 	}
 	if a.uniqueName == "" && a.va != nil {
 		// A VolumeAttachment whose PersistentVolume is gone: the fresh node's lists name it.
@@ -94,32 +111,55 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		}
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
+	if a.released != nil {
+		st.Reason = "detaching: " + a.released.Reason + " (DetachPolicy " + a.released.Rule + "), so the node's pods no longer use the volume"
+	}
 	// Sent once the run's detach decisions are made and the status lock is released: a slow
 	// delete or cloud detach must not stall the status writes of the nodes sharing the lock.
-	r.detaches = append(r.detaches, detachJob{a: a, forced: forced})
+	r.detaches = append(r.detaches, job)
 }
 
 // detachJob is a detach a node reconcile decided on.
 type detachJob struct {
-	a      *attachment
+	a *attachment
+	// forced is the evidence that forced it (the forced-detach metric's reason), "" when the
+	// kubelet no longer reported the volume in use.
 	forced string
+	// notReadySince is when the node left Ready (zero when Ready); evidence labels the
+	// detach-latency histogram measured from it.
+	notReadySince time.Time
+	evidence      migration.Evidence
 }
 
 // inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
-// to detach it anyway; then it fills in why and when to look again.
+// to detach it anyway (its rule's verdict); then it fills in why and when to look again.
 func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool {
 	inUse, why := volumeInUse(node, a)
 	if !inUse {
 		return false
 	}
-	force, _, wait := r.c.forceDetach(node, r.now)
-	if force {
+	v := r.c.ruleOfAttachment(a).Verdict(node, r.now)
+	if v.Force {
 		return false
 	}
 	st.Phase = PhaseDetachBlocked
-	st.Reason = why + "; it is detached once the kubelet unmounts it"
-	if wait > 0 {
-		st.Reason += fmt.Sprintf(", or in %s if the node stays not Ready", wait.Round(time.Second))
+	if !migration.NotReadySince(node).IsZero() {
+		st.Detach = &v
+	}
+	switch wait := v.Wait(r.now); {
+	case v.Held:
+		st.Reason = why + "; " + v.Reason
+		r.c.eventOnce(node.Name, func() runtime.Object { return node }, "held:"+displayAttachment(a), v1.EventTypeNormal, ReasonDetachHeldByPolicy,
+			fmt.Sprintf("Volume %s stays attached to node %s: %s", displayAttachment(a), node.Name, v.Reason), r.events)
+	case v.Rule == migration.BuiltInRule:
+		st.Reason = why + "; it is detached once the kubelet unmounts it"
+		if wait > 0 {
+			st.Reason += fmt.Sprintf(", or in %s if the node stays not Ready", wait.Round(time.Second))
+		}
+	default:
+		st.Reason = why + "; it is detached once the kubelet unmounts it, or as DetachPolicy " + v.Rule + " says: " + v.Reason
+	}
+	if wait := v.Wait(r.now); wait > 0 {
 		r.retryIn(wait)
 	}
 	return true
@@ -173,19 +213,9 @@ func nodeReadResult(err error) string {
 	}
 }
 
-// forcedLabel is the forced-detach metric reason for a node that allows a forced detach.
-func forcedLabel(node *v1.Node) string {
-	for _, t := range node.Spec.Taints {
-		if t.Key == OutOfServiceTaint {
-			return ForcedDetachOutOfService
-		}
-	}
-	return ForcedDetachNotReady
-}
-
-// detach deletes the VolumeAttachment or calls the in-tree detacher. forced is the reason
-// label when the detach is forced, empty otherwise.
-func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
+// detach deletes the VolumeAttachment or calls the in-tree detacher, and reports whether it
+// was sent. forced is the reason label when the detach is forced, empty otherwise.
+func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) bool {
 	logger := klog.FromContext(ctx)
 	if a.va != nil {
 		r.c.startOp(OperationDetach, a.va, nil, r.now)
@@ -194,7 +224,7 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 			r.c.mem.CancelDelete(a.va)
 			r.c.abortOp(a.va.Name)
 			r.errs = append(r.errs, err)
-			return
+			return false
 		}
 		if forced != "" {
 			r.c.forced(forced)
@@ -207,21 +237,21 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 			r.c.abortOp(a.va.Name)
 		}
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
-		return
+		return true
 	}
 	attacher := r.c.opts.InTreeAttacher
 	if attacher == nil {
 		// Nothing can detach it here; it stays listed as it was, and the host that can detach
 		// it must take over. Never drop it silently.
 		r.errs = append(r.errs, fmt.Errorf("in-tree volume %s on node %s is no longer used but this adc has no in-tree attacher to detach it: run adc inside a host that provides one, or detach it by hand", a.uniqueName, r.node.Name))
-		return
+		return false
 	}
 	start := r.c.opts.Clock.Now()
 	err := attacher.Detach(ctx, a.inTree.Volume, r.node.Name)
 	r.c.completedInTree(OperationDetach, r.node.Name, a.inTree.Volume, start, err)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.uniqueName, r.node.Name, err))
-		return
+		return false
 	}
 	if forced != "" {
 		r.c.forced(forced)
@@ -230,6 +260,7 @@ func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) {
 	for _, n := range r.c.mem.ForgetInTree(r.node.Name, a.uniqueName) {
 		r.c.enqueueNode(n)
 	}
+	return true
 }
 
 // volumeInUse reports whether the kubelet lists the attachment in status.volumesInUse. When
@@ -251,30 +282,6 @@ func volumeInUse(node *v1.Node, a *attachment) (bool, string) {
 		}
 	}
 	return false, ""
-}
-
-// forceDetach reports whether volumes still in use may be detached anyway, why, and
-// otherwise how long until the not-Ready deadline would allow it.
-func (c *Controller) forceDetach(node *v1.Node, now time.Time) (bool, string, time.Duration) {
-	for _, t := range node.Spec.Taints {
-		if t.Key == OutOfServiceTaint {
-			return true, "the node has the " + OutOfServiceTaint + " taint", 0
-		}
-	}
-	for _, cond := range node.Status.Conditions {
-		if cond.Type != v1.NodeReady || cond.Status == v1.ConditionTrue {
-			continue
-		}
-		notReady := now.Sub(cond.LastTransitionTime.Time)
-		if notReady >= c.opts.MaxWaitForUnmount {
-			// The message names the transition time, not the elapsed time, so that every
-			// reconcile of the same outage words it the same way and eventOnce emits one Event.
-			return true, fmt.Sprintf("the node has not been Ready since %s, longer than max-wait-for-unmount (%s)",
-				cond.LastTransitionTime.UTC().Format(time.RFC3339), c.opts.MaxWaitForUnmount), 0
-		}
-		return false, "", c.opts.MaxWaitForUnmount - notReady
-	}
-	return false, "", 0
 }
 
 func listed(node *v1.Node, unique string) bool {

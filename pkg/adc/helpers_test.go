@@ -106,9 +106,11 @@ func TestVolumeInUse(t *testing.T) {
 	}
 }
 
-func TestForceDetach(t *testing.T) {
+// The built-in rule (no DetachPolicy) is today's behaviour, unchanged.
+func TestForceDetachBuiltInRule(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	c := &Controller{opts: Options{MaxWaitForUnmount: 6 * time.Minute}}
+	rule := c.DetachRules().For(migration.DetachVolume{Driver: "d"})
 	ready := func(status v1.ConditionStatus, ago time.Duration) v1.NodeCondition {
 		return v1.NodeCondition{Type: v1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
 	}
@@ -126,7 +128,8 @@ func TestForceDetach(t *testing.T) {
 		{"no conditions", v1.Node{}, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			force, why, wait := c.forceDetach(&tc.node, now)
+			v := rule.Verdict(&tc.node, now)
+			force, why, wait := v.Force, v.Reason, v.Wait(now)
 			if force != tc.wantForce || wait != tc.wantWait {
 				t.Errorf("forceDetach = %v (%q), wait %s; want %v, wait %s", force, why, wait, tc.wantForce, tc.wantWait)
 			}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // violation is one broken invariant, with the step that broke it.
@@ -96,14 +98,14 @@ func rvLess(a, b string) bool {
 }
 
 // forcedDetach reports whether adc may detach from node what the kubelet reports in use:
-// the node is out of service, not Ready for longer than MaxWaitForUnmount, or deleted.
+// the node is deleted, or the volume's detach rule (pure, pkg/migration) says so for the
+// node as the API server has it: out of service, accepted evidence, or the timeout.
 func (h *harness) forcedDetach(node string) bool {
 	n := h.api.nodes[node]
 	if n == nil {
 		return true
 	}
-	force, _, _ := h.c.forceDetach(n, h.clk.Now())
-	return force
+	return h.c.DetachRules().For(migration.DetachVolume{Driver: worldDriver}).Verdict(n, h.clk.Now()).Force
 }
 
 // checkDelete is checked when the API server applies a VolumeAttachment delete (unless the

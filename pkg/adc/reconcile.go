@@ -79,7 +79,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	c.trackFlips(logger, node, now)
 
 	verifyIn := c.verifyInTree(ctx, name, now)
-	pairs := c.desiredPairs(node)
+	pairs, released := c.releasedByEvidence(node, c.desiredPairs(node), now)
 	atts := c.actualAttachments(node)
 	present := make(map[string]bool, len(atts))
 	for _, a := range atts {
@@ -87,6 +87,11 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	}
 	c.mem.PruneDetaching(name, present)
 	idx := indexAttachments(atts)
+	for p, v := range released {
+		if a := idx.find(p.ids); a != nil {
+			a.released = &v
+		}
+	}
 	toCreate := 0
 	for _, p := range pairs {
 		if p.att = idx.find(p.ids); p.att != nil {
@@ -110,6 +115,11 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	for _, p := range pairs {
 		r.reconcilePair(ctx, p)
 	}
+	for p, v := range released {
+		st := r.pairState(p)
+		st.Phase, st.Reason, st.Detach = PhaseReleased, "not attached here: "+v.Reason+" (DetachPolicy "+v.Rule+")", &v
+		r.states = append(r.states, st)
+	}
 	r.runCreates(ctx)
 	for _, a := range atts {
 		if !a.matched {
@@ -120,7 +130,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.unlockStatus()
 	}
 	for _, j := range r.detaches {
-		r.detach(ctx, j.a, j.forced)
+		if r.detach(ctx, j.a, j.forced) && !j.notReadySince.IsZero() && c.opts.Observer != nil {
+			c.opts.Observer.DetachAfterNotReady(string(j.evidence), now.Sub(j.notReadySince))
+		}
 	}
 	c.mem.ForgetUnrenewed(name, r.held, r.events)
 	states := make([]PairState, len(r.states))
@@ -134,11 +146,17 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 }
 
 func (r *nodeRun) pairState(p *pair) *PairState {
-	return &PairState{
+	st := &PairState{
 		Node: r.node.Name, Pod: p.podKey, Volume: p.volume, PV: p.pvName,
 		Plugin: p.d.Plugin, Driver: p.d.Driver, Mechanism: p.d.Mechanism,
 		Reason: p.d.Reason, VolumeAttachment: p.d.VolumeAttachmentName, UniqueName: p.d.UniqueName,
 	}
+	if !migration.NotReadySince(r.node).IsZero() {
+		// What would detach the volume once its pod leaves the lost node, for the views.
+		v := r.c.ruleOfPair(p).Verdict(r.node, r.now)
+		st.Detach = &v
+	}
+	return st
 }
 
 func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {

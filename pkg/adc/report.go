@@ -29,6 +29,7 @@ const (
 	PhaseMultiAttach   = report.PhaseMultiAttach
 	PhaseDetaching     = report.PhaseDetaching
 	PhaseDetachBlocked = report.PhaseDetachBlocked
+	PhaseReleased      = report.PhaseReleased
 )
 
 // The kinds of operations, and the reasons that label the forced detach counter.

@@ -42,6 +42,7 @@ func renderPage(buf *bytes.Buffer, p page) {
 	writeMechanisms(w, p)
 	w.raw("\n\n")
 	writeHeld(w, p)
+	writeNodeLoss(w, p)
 	w.raw("\n\n")
 	writeProblems(w, p)
 	w.raw("\n\n")

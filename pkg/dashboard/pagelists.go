@@ -215,3 +215,61 @@ func writeSeen(w htmlWriter, t, now time.Time) {
 	w.text(relative(&t, now))
 	w.raw(`</td>`)
 }
+
+// writeNodeLoss writes the volumes of nodes that are not Ready (at most maxRows) with what
+// their detach rule will do, or nothing when every node is Ready.
+func writeNodeLoss(w htmlWriter, p page) {
+	if len(p.NodeLoss) == 0 {
+		return
+	}
+	w.raw("  <section aria-labelledby=\"h-nodeloss\">\n    <h2 id=\"h-nodeloss\">Volumes of nodes not Ready <span class=\"count\" id=\"nodeloss-count\">")
+	w.int(len(p.NodeLoss))
+	w.raw("</span></h2>\n    <table id=\"nodeloss\">\n" +
+		"      <thead><tr><th>Node</th><th>Volume</th><th>Rule</th><th>Detach</th><th>Reason</th></tr></thead>\n      <tbody>")
+	for i, n := range p.NodeLoss {
+		if i == maxRows {
+			break
+		}
+		w.raw("\n        <tr data-node=\"")
+		w.text(n.Node)
+		w.raw("\">\n          <td class=\"nowrap\">")
+		w.text(n.Node)
+		w.raw(`</td><td class="nowrap">`)
+		w.text(nodeLossVolume(n))
+		w.raw(`</td><td class="nowrap">`)
+		w.text(n.Rule)
+		w.raw(`</td><td class="nowrap">`)
+		w.text(nodeLossDetach(n, p.GeneratedAt))
+		w.raw(`</td><td class="reason">`)
+		w.text(n.Reason)
+		w.raw("</td>\n        </tr>")
+	}
+	w.raw("\n      </tbody>\n    </table>\n    ")
+	if len(p.NodeLoss) > maxRows {
+		writeMore(w, len(p.NodeLoss)-maxRows, "volumes of nodes not Ready", APIPath)
+	}
+	w.raw("\n  </section>")
+}
+
+func nodeLossVolume(n rollout.NodeLossVolume) string {
+	switch {
+	case n.Pod != "":
+		return n.Pod + " " + n.Volume
+	case n.PV != "":
+		return n.PV
+	}
+	return n.UniqueName
+}
+
+// nodeLossDetach says when the rule detaches the volume.
+func nodeLossDetach(n rollout.NodeLossVolume, now time.Time) string {
+	switch {
+	case n.DetachNow:
+		return "now (" + string(n.Evidence) + ")"
+	case n.Held:
+		return "held by policy"
+	case n.DetachAt != nil:
+		return due(n.DetachAt, now)
+	}
+	return "when unmounted"
+}

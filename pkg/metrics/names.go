@@ -38,7 +38,17 @@ const (
 	// NodeFlipsName counts managed nodes reporting an in-tree plugin migrated or no longer
 	// migrated, per plugin.
 	NodeFlipsName = "adc_migration_node_flips_total"
+	// DetachAfterNotReadyName is the histogram of the time from a node leaving Ready to adc
+	// detaching one of its volumes, by the evidence that decided it.
+	DetachAfterNotReadyName = "adc_detach_after_not_ready_seconds"
+	// DetachHeldByPolicyName counts the volumes of nodes that are not Ready that a
+	// DetachPolicy keeps attached (no timeout, no evidence yet), per policy.
+	DetachHeldByPolicyName = "adc_detach_held_by_policy"
 )
+
+// DetachLatencyBuckets span a detach at once on evidence (sub-second) to upstream's six
+// minutes and beyond.
+var DetachLatencyBuckets = []float64{.5, 1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 600, 1800}
 
 // Label values of upstream's metrics.
 const (

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	k8smetrics "k8s.io/component-base/metrics"
 
@@ -81,4 +82,20 @@ func (m *Metrics) NodeRead(result string) {
 // NodeFlip counts a node reporting plugin migrated or no longer migrated.
 func (m *Metrics) NodeFlip(plugin string) {
 	m.nodeFlips.WithLabelValues(plugin).Inc()
+}
+
+// DetachAfterNotReady records a detach from a node that is not Ready in
+// adc_detach_after_not_ready_seconds, labelled by the evidence that decided it.
+func (m *Metrics) DetachAfterNotReady(evidence string, sinceNotReady time.Duration) {
+	m.detachLatency.WithLabelValues(evidence).Observe(sinceNotReady.Seconds())
+}
+
+// newDetachLatency returns adc_detach_after_not_ready_seconds.
+func newDetachLatency() *k8smetrics.HistogramVec {
+	return k8smetrics.NewHistogramVec(&k8smetrics.HistogramOpts{
+		Name:           DetachAfterNotReadyName,
+		Help:           "Time from a node leaving Ready to adc detaching one of its volumes, by the evidence that decided it (out-of-service, cloud-shutdown, fenced, graceful-shutdown, timeout, not-in-use)",
+		Buckets:        DetachLatencyBuckets,
+		StabilityLevel: k8smetrics.ALPHA,
+	}, []string{"evidence"})
 }

@@ -33,12 +33,13 @@ type Metrics struct {
 	forcedDetaches atomic.Pointer[k8smetrics.CounterVec]
 	nodeReads      *k8smetrics.CounterVec
 	nodeFlips      *k8smetrics.CounterVec
+	detachLatency  *k8smetrics.HistogramVec
 	source         *viewSource
 }
 
 // New returns an unregistered set of metrics reading no controller yet.
 func New() *Metrics {
-	m := &Metrics{source: &viewSource{}, nodeReads: newDetachNodeReads(), nodeFlips: newNodeFlips()}
+	m := &Metrics{source: &viewSource{}, nodeReads: newDetachNodeReads(), nodeFlips: newNodeFlips(), detachLatency: newDetachLatency()}
 	m.ops.Store(newOperationDuration(k8smetrics.ALPHA))
 	m.forcedDetaches.Store(newForcedDetaches())
 	return m
@@ -103,6 +104,12 @@ func (m *Metrics) Register(r Registry) error {
 		} else if taken {
 			logger.Info("A host already registered " + name + "; adc's copy is not exported")
 		}
+	}
+
+	if _, taken, err := register(r, m.detachLatency); err != nil {
+		return fmt.Errorf("registering %s: %w", DetachAfterNotReadyName, err)
+	} else if taken {
+		logger.Info("A host already registered " + DetachAfterNotReadyName + "; adc's copy is not exported")
 	}
 
 	for _, c := range []k8smetrics.StableCollector{newUpstreamCollector(m.source), newRolloutCollector(m.source)} {

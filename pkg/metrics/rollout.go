@@ -20,7 +20,7 @@ type rolloutCollector struct {
 	source *viewSource
 
 	nodes, mode, decisions, held, heldAge, heldRetries, multiAttach, skew *k8smetrics.Desc
-	volumes, ready, blockers                                              *k8smetrics.Desc
+	volumes, ready, blockers, heldByPolicy                                *k8smetrics.Desc
 }
 
 // Blocker kinds, the kind label values of CompleteBlockersName.
@@ -49,6 +49,8 @@ func newRolloutCollector(s *viewSource) *rolloutCollector {
 			"plugin", "path"),
 		ready: desc(CompleteReadyName, "1 when switching the in-tree plugin to complete is safe now (every managed node reports it migrated, no volume would change path), else 0; for a complete plugin, 0 means kubelets lag (skew).",
 			"plugin"),
+		heldByPolicy: desc(DetachHeldByPolicyName, "Number of volumes of nodes that are not Ready that a DetachPolicy keeps attached (no timeout, no accepted evidence yet), per policy.",
+			"policy"),
 		blockers: desc(CompleteBlockersName, "What blocks switching the in-tree plugin to complete: managed nodes not reporting it migrated (kind nodes), volumes that would change path (kind volumes).",
 			"plugin", "kind"),
 	}
@@ -56,7 +58,7 @@ func newRolloutCollector(s *viewSource) *rolloutCollector {
 
 // DescribeWithStability implements k8smetrics.StableCollector.
 func (c *rolloutCollector) DescribeWithStability(ch chan<- *k8smetrics.Desc) {
-	for _, d := range []*k8smetrics.Desc{c.nodes, c.mode, c.decisions, c.held, c.heldAge, c.heldRetries, c.multiAttach, c.skew, c.volumes, c.ready, c.blockers} {
+	for _, d := range []*k8smetrics.Desc{c.nodes, c.mode, c.decisions, c.held, c.heldAge, c.heldRetries, c.multiAttach, c.skew, c.volumes, c.ready, c.blockers, c.heldByPolicy} {
 		ch <- d
 	}
 }
@@ -140,4 +142,19 @@ func (c *rolloutCollector) CollectWithStability(ch chan<- k8smetrics.Metric) {
 	}
 	gauge(c.multiAttach, float64(multi))
 	gauge(c.skew, float64(skew))
+
+	held := map[string]int{}
+	for _, n := range r.NodeLoss {
+		if n.Held {
+			held[n.Rule]++
+		}
+	}
+	policies := make([]string, 0, len(held))
+	for p := range held {
+		policies = append(policies, p)
+	}
+	sort.Strings(policies)
+	for _, p := range policies {
+		gauge(c.heldByPolicy, float64(held[p]), p)
+	}
 }

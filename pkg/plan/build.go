@@ -17,6 +17,7 @@ import (
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -36,6 +37,9 @@ type Cluster struct {
 	Pods              []v1.Pod
 	Objects           migration.Objects
 	VolumeAttachments []storagev1.VolumeAttachment
+	// DetachPolicies are listed with the attachments (withAttachments); none when the CRD is
+	// not installed or may not be read.
+	DetachPolicies []detachv1alpha1.DetachPolicy
 }
 
 // ListCluster lists, with one List call per resource, what `adc plan` and `adc status` need.
@@ -85,6 +89,10 @@ func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttac
 			return out, listErr("volumeattachments.storage.k8s.io", err)
 		}
 		out.VolumeAttachments = vas.Items
+		out.DetachPolicies, err = listDetachPolicies(ctx, c.Dynamic)
+		if err != nil {
+			return out, err
+		}
 	}
 	var infos []csinodeinfo.CSINodeInfo
 	if cfg.NodeSource == migration.NodeSourceCSINodeInfo || cfg.NodeSource == migration.NodeSourceAuto {
@@ -151,6 +159,20 @@ func listSeedCSIDrivers(ctx context.Context, dyn dynamic.Interface, source migra
 			logger.Info("No dynamic client; treating seed CSIDrivers as absent (attach required unless a storage.k8s.io/v1 CSIDriver says otherwise)")
 		}
 	})
+}
+
+// listDetachPolicies lists the DetachPolicies. A missing CRD, or a role that may not read
+// them, means none: the built-in rule then applies, as it would in the controller.
+func listDetachPolicies(ctx context.Context, dyn dynamic.Interface) ([]detachv1alpha1.DetachPolicy, error) {
+	logger := klog.FromContext(ctx).WithValues("resource", detachv1alpha1.GroupVersionResource.String())
+	policies, err := listSeed(ctx, dyn, detachv1alpha1.GroupVersionResource, "DetachPolicies", detachv1alpha1.FromUnstructured, func(bool) {
+		logger.V(1).Info("DetachPolicies are not available; the built-in detach rule applies to every volume")
+	})
+	if apierrors.IsForbidden(err) {
+		logger.Info("Not allowed to list DetachPolicies; showing the built-in detach rule for every volume", "err", err.Error())
+		return nil, nil
+	}
+	return policies, err
 }
 
 // listSeed lists one seed-API resource through the dynamic client and converts each object;

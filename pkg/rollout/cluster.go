@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
 )
@@ -33,7 +34,10 @@ func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Rep
 		}
 		vas = append(vas, ref)
 	}
-	return fromObjects(cfg, cl.Pods, cl.Objects, vas, time.Now()), nil
+	now := time.Now()
+	r := fromObjects(cfg, cl.Pods, cl.Objects, vas, now)
+	r.NodeLoss = nodeLossFromObjects(cl.Objects, cl.DetachPolicies, adc.DefaultOptions().MaxWaitForUnmount, now)
+	return r, nil
 }
 
 // attachmentRef is what a cluster report needs of a VolumeAttachment.

@@ -77,6 +77,7 @@ func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []a
 	}
 	tallyPlugins(r.Plugins, states, facts)
 	countNodeVolumes(r.Nodes, facts)
+	r.NodeLoss = nodeLossFromPairs(pairs)
 	for i, op := range ops {
 		if i == MaxOperations {
 			break

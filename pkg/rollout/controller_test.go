@@ -124,7 +124,7 @@ func TestJSONShape(t *testing.T) {
 		obj  any
 		keys []string
 	}{
-		{"report", doc, []string{"generatedAt", "held", "message", "nodeSource", "nodesManaged", "notes", "operations", "plugins", "problems", "recentFlips", "source", "standby", "underWay", "volumesByMechanism"}},
+		{"report", doc, []string{"generatedAt", "held", "message", "nodeLoss", "nodeSource", "nodesManaged", "notes", "operations", "plugins", "problems", "recentFlips", "source", "standby", "underWay", "volumesByMechanism"}},
 		{"plugin", doc["plugins"].([]any)[0], []string{"driver", "mode", "nodesMigrated", "nodesNotMigrated", "nodesTotal", "nodesUnknown", "plugin", "readiness", "volumesByPath"}},
 		{"volumesByPath", doc["plugins"].([]any)[0].(map[string]any)["volumesByPath"], []string{"csi", "held", "inTree", "total"}},
 		{"readiness", doc["plugins"].([]any)[0].(map[string]any)["readiness"], []string{"nodesNotMigrated", "ready", "volumesChangingPath"}},

@@ -70,6 +70,10 @@ type Report struct {
 	// longer migrated, newest first, at most MaxFlips; always empty for source cluster (a
 	// flip is seen as it happens, by a running controller).
 	RecentFlips []FlipRecord `json:"recentFlips"`
+	// NodeLoss lists the volumes of managed nodes that are not Ready with what their detach
+	// rule (a DetachPolicy or the built-in rule) will do: detach now on evidence, at a time,
+	// or hold them.
+	NodeLoss []NodeLossVolume `json:"nodeLoss"`
 	// Nodes are the node view's rows, one per managed node sorted by name. They are not
 	// part of /dashboard/api/v1/rollout (a large cluster would bloat it): NodesView serves them.
 	Nodes []NodeRollout `json:"-"`
@@ -244,6 +248,7 @@ func newReport(source Source, cfg migration.Config, now time.Time) Report {
 		Operations:         []OperationRecord{},
 		UnderWay:           []OperationRecord{},
 		RecentFlips:        []FlipRecord{},
+		NodeLoss:           []NodeLossVolume{},
 	}
 }
 

@@ -76,6 +76,12 @@ func RenderText(w io.Writer, r Report) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: node %s: %s\n", flat(n.Node), flat(n.Message))
 	}
+	if len(r.NodeLoss) > 0 {
+		fmt.Fprintf(&b, "Volumes of nodes not Ready: %d\n", len(r.NodeLoss))
+		for _, n := range r.NodeLoss {
+			fmt.Fprintf(&b, "  %s %s: %s (rule %s): %s\n", flat(n.Node), flat(nodeLossVolumeName(n)), nodeLossOutlook(n), flat(n.Rule), flat(n.Reason))
+		}
+	}
 	if r.Source == SourceController {
 		fmt.Fprintf(&b, "Recent operations: %d\n", len(r.Operations))
 	}
@@ -130,4 +136,29 @@ func flat(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// nodeLossVolumeName names a node-loss row's volume: the pod's volume, else the PV, else the
+// name node status lists.
+func nodeLossVolumeName(n NodeLossVolume) string {
+	switch {
+	case n.Pod != "":
+		return n.Pod + " " + n.Volume
+	case n.PV != "":
+		return "pv/" + n.PV
+	}
+	return n.UniqueName
+}
+
+// nodeLossOutlook says in a few words what the rule will do.
+func nodeLossOutlook(n NodeLossVolume) string {
+	switch {
+	case n.DetachNow:
+		return "detach now (" + string(n.Evidence) + ")"
+	case n.Held:
+		return "held by policy"
+	case n.DetachAt != nil:
+		return "detach at " + n.DetachAt.UTC().Format(time.RFC3339)
+	}
+	return "kept while the kubelet reports it in use"
 }

@@ -48,6 +48,10 @@ type Observer interface {
 	NodeRead(result string)
 	// NodeFlip is told about a managed node reporting plugin migrated or no longer migrated.
 	NodeFlip(plugin string)
+	// DetachAfterNotReady is told, for each detach from a node that is not Ready, how long
+	// after the node left Ready it was sent, and the evidence that decided it (a
+	// migration.Evidence value).
+	DetachAfterNotReady(evidence string, sinceNotReady time.Duration)
 }
 
 // ForcedDetachReason values label the forced detach counter.

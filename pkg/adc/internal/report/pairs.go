@@ -32,6 +32,9 @@ const (
 	PhaseDetaching Phase = "detaching"
 	// PhaseDetachBlocked: no longer needed, but the kubelet still reports it in use.
 	PhaseDetachBlocked Phase = "detach-blocked"
+	// PhaseReleased: the pod is on a node that is not Ready whose DetachPolicy evidence
+	// frees its volumes; nothing is attached there for it.
+	PhaseReleased Phase = "released"
 )
 
 // PairState is the controller's view of one (pod volume, node) pair, or of an attachment no
@@ -54,13 +57,16 @@ type PairState struct {
 	UniqueName       string
 	// Since is when the pair entered its current phase, as far as this controller saw.
 	Since time.Time
+	// Detach is, on a node that is not Ready, what the volume's detach rule says: which
+	// rule, whether evidence forces the detach, when a timeout will, or that it holds it.
+	Detach *migration.DetachVerdict
 }
 
 // pairRecord is a PairState as the snapshot keeps it, one per pair of every node (tens of
 // thousands): the node is the snapshot's key, times are Unix nanoseconds, and the strings most
 // pairs share (plugin, driver, mechanism, phase, the decision's reason: one reason for every
 // volume of a driver) are unique handles, so a reason is kept once however many pairs give it.
-// 144 bytes against 232 for a PairState and its own copy of the reason.
+// 152 bytes against 240 for a PairState and its own copy of the reason.
 type pairRecord struct {
 	pod, volume, pv, va, uniqueName string
 	plugin, driver, reason          unique.Handle[string]
@@ -68,19 +74,21 @@ type pairRecord struct {
 	phase                           unique.Handle[Phase]
 	retries                         int
 	nextRetry, since                int64
+	// detach is set only for pairs of nodes that are not Ready (few).
+	detach *migration.DetachVerdict
 }
 
 func recordOf(s *PairState) pairRecord {
 	return pairRecord{pod: s.Pod, volume: s.Volume, pv: s.PV, va: s.VolumeAttachment, uniqueName: s.UniqueName,
 		plugin: unique.Make(s.Plugin), driver: unique.Make(s.Driver), reason: unique.Make(s.Reason),
 		mechanism: unique.Make(s.Mechanism), phase: unique.Make(s.Phase),
-		retries: s.Retries, nextRetry: unixNano(s.NextRetry), since: unixNano(s.Since)}
+		retries: s.Retries, nextRetry: unixNano(s.NextRetry), since: unixNano(s.Since), detach: s.Detach}
 }
 
 func (r *pairRecord) state(node string) PairState {
 	return PairState{Node: node, Pod: r.pod, Volume: r.volume, PV: r.pv, Plugin: r.plugin.Value(), Driver: r.driver.Value(),
 		Mechanism: r.mechanism.Value(), Phase: r.phase.Value(), Reason: r.reason.Value(), Retries: r.retries,
-		NextRetry: fromUnixNano(r.nextRetry), VolumeAttachment: r.va, UniqueName: r.uniqueName, Since: fromUnixNano(r.since)}
+		NextRetry: fromUnixNano(r.nextRetry), VolumeAttachment: r.va, UniqueName: r.uniqueName, Since: fromUnixNano(r.since), Detach: r.detach}
 }
 
 // unixNano keeps the zero time as 0 so that it comes back as the zero time.

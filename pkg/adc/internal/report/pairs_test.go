@@ -29,7 +29,9 @@ func TestPairRecordKeepsEveryField(t *testing.T) {
 			t.Errorf("record gave back %+v, want %+v", got, s)
 		}
 	}
-	if size := unsafe.Sizeof(pairRecord{}); size > 144 {
+	// 144 bytes, and a pointer to the detach verdict that only pairs of nodes that are not
+	// Ready have.
+	if size := unsafe.Sizeof(pairRecord{}); size > 152 {
 		t.Errorf("a pairRecord is %d bytes; it is kept once per pair of the cluster", size)
 	}
 }
