@@ -102,7 +102,8 @@ func (c *TestCloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // ProviderName returns TestCloudProviderName.
 func (c *TestCloud) ProviderName() string { return TestCloudProviderName }
 
-// HasClusterID says no cluster ID is needed: one cluster per test cloud.
+// HasClusterID returns true: one cluster per test cloud, so there is no cluster ID to miss
+// (false makes cloud-controller-manager refuse to start without --allow-untagged-cloud).
 func (c *TestCloud) HasClusterID() bool { return true }
 
 // InstanceExists says whether node's machine exists: false once it is gone.
@@ -115,9 +116,10 @@ func (c *TestCloud) InstanceShutdown(_ context.Context, node *v1.Node) (bool, er
 	return c.Machine(node.Name) == MachineShutDown, nil
 }
 
-// InstanceMetadata returns the machine's provider ID (adc-test-cloud://<node>); the node
-// lifecycle controller asks for it only for a node without spec.providerID through the
-// legacy Instances, which the test cloud does not implement.
+// InstanceMetadata returns the machine's provider ID (adc-test-cloud://<node>), or
+// InstanceNotFound once it is gone. The node lifecycle controller does not ask for it
+// (InstancesV2 takes the Node); cloud-controller-manager's node controller would, on
+// registration, which the harness does not run.
 func (c *TestCloud) InstanceMetadata(_ context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	if c.Machine(node.Name) == MachineGone {
 		return nil, cloudprovider.InstanceNotFound

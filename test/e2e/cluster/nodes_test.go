@@ -197,7 +197,7 @@ func startMachine(ctx context.Context, t *testing.T, c *modeCluster, node string
 	if err != nil {
 		t.Fatalf("node %s Ready again: shutdown taint not taken off within %s: %v", node, cloudGrace, err)
 	}
-	figure(t, c.mode, "cloud: machine started -> shutdown taint gone", since(started, untainted))
+	figure(t, c.mode, "cloud: machine started -> registered, shutdown taint gone", since(started, untainted))
 	return untainted
 }
 
