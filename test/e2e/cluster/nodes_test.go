@@ -180,6 +180,7 @@ func startMachine(ctx context.Context, t *testing.T, c *modeCluster, node string
 	if err := c.stack.Kubelet(node).WaitRegistered(ctx, started, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	figure(t, c.mode, "cloud: machine started -> kubelet registered", since(started, time.Now()))
 	var untainted time.Time
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, cloudGrace, true, func(ctx context.Context) (bool, error) {
 		n, err := c.stack.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -197,7 +198,7 @@ func startMachine(ctx context.Context, t *testing.T, c *modeCluster, node string
 	if err != nil {
 		t.Fatalf("node %s Ready again: shutdown taint not taken off within %s: %v", node, cloudGrace, err)
 	}
-	figure(t, c.mode, "cloud: machine started -> registered, shutdown taint gone", since(started, untainted))
+	figure(t, c.mode, "cloud: machine started -> shutdown taint gone", since(started, untainted))
 	return untainted
 }
 
