@@ -31,7 +31,7 @@ const idleSample = 15 * time.Second
 // modeRun is one mode's cluster and what it measured.
 type modeRun struct {
 	mode  cluster.Mode
-	stack *harness.Stack
+	stack *cluster.Cluster
 	rec   *cluster.Recorder
 	res   result
 	err   error
@@ -99,7 +99,7 @@ func run(ctx context.Context, o config, out io.Writer) (err error) {
 		if r.err != nil {
 			return fmt.Errorf("starting the %s cluster: %w", r.mode, r.err)
 		}
-		r.cpu0 = controllerCPU(r.stack)
+		r.cpu0 = controllerCPU(r.stack.Stack)
 	}
 	// The clusters' own cost at rest: kubelets' status and lease updates, controllers' resyncs.
 	idle0 := readMachine()
@@ -116,10 +116,10 @@ func run(ctx context.Context, o config, out io.Writer) (err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.res, r.err = workload(ctx, r.stack, r.rec, o, func(format string, args ...any) {
+			r.res, r.err = workload(ctx, r.stack.Stack, r.rec, o, func(format string, args ...any) {
 				fmt.Fprintf(out, "%s %s: "+format+"\n", append([]any{time.Now().Format("15:04:05"), r.mode}, args...)...)
 			})
-			r.res.controllerCPU = controllerCPU(r.stack) - r.cpu0
+			r.res.controllerCPU = controllerCPU(r.stack.Stack) - r.cpu0
 		}()
 	}
 	wg.Wait()

@@ -4,7 +4,16 @@
 // controllers (the PV binder, node lifecycle, taint eviction, pod garbage collector,
 // StatefulSet, service account and root CA publisher controllers), hollow kubelets (real
 // kubelets without containers), the Kubernetes e2e mock CSI driver and csi-attacher v4.13.0
-// (package harness starts and stops each of them).
+// (package harness starts and stops each of them), and a cloud: k8s.io/cloud-provider's cloud
+// node lifecycle controller, run in this process with a test cloud (TestCloud).
+//
+// The test cloud knows each hollow node's machine: running, shut down or gone. A test shuts a
+// machine down (Cluster.ShutDownMachine: kubelet killed, machine shut down), partitions a node
+// (Cluster.PartitionNode: kubelet killed, machine running), deletes a machine
+// (Cluster.DeleteMachine) or starts it again (Cluster.StartMachine), never a Node: the
+// node.cloudprovider.kubernetes.io/shutdown taint on a shut-down machine's NotReady node, its
+// removal once the node is Ready again, and the deletion of a gone machine's Node come from the
+// real controller, every --node-monitor-period (Timings.NodeMonitorPeriod), in every mode.
 //
 // The attach/detach controller comes in three modes (Mode), the same scenarios in each:
 //   - kcm-adc: kube-controller-manager with adc inside (`make kcm-adc`), adc in place of the
@@ -23,7 +32,8 @@
 //
 // Timings are shortened by flags, never by staging (Timings): the kubelets' node Lease lasts
 // 10 s (default 40 s), so --node-monitor-grace-period can be 15 s (default 50 s, the same
-// ratio) with --node-monitor-period 1 s (default 5 s); the API server's default not-ready and
+// ratio) with --node-monitor-period 1 s (default 5 s; the cloud node lifecycle controller's
+// period too); the API server's default not-ready and
 // unreachable tolerations are 5 s (default 300 s); adc's --max-wait-for-unmount is 30 s
 // (default 6 min). The stock attach/detach controller's 6 minutes are a constant
 // (ReconcilerMaxWaitForUnmountDuration, no flag), so the stock mode keeps them.

@@ -40,6 +40,7 @@ var groups = []group{
 	{name: "wait", nodes: 2},
 	{name: "drain", nodes: 2},
 	{name: "gce", nodes: 3, zones: []string{"zone-a", "zone-a", "zone-b"}},
+	{name: "cloud", nodes: 2},
 }
 
 // gceTopologyKey is the topology key of the GCE PD CSI driver; csi-translation-lib turns a
@@ -65,7 +66,7 @@ func groupNodes(g string) []string {
 type modeCluster struct {
 	mode  cluster.Mode
 	once  sync.Once
-	stack *harness.Stack
+	stack *cluster.Cluster
 	rec   *cluster.Recorder
 	err   error
 }
@@ -231,7 +232,7 @@ func stopClusters() bool {
 			defer wg.Done()
 			s := c.stack
 			if c.mode == cluster.Standalone {
-				if err := adcRefused(s); err != nil {
+				if err := adcRefused(s.Stack); err != nil {
 					report("cluster %s: %v", c.mode, err)
 				}
 			}

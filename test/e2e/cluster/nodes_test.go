@@ -9,7 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/migration-aware/adc/test/e2e/cluster"
 )
@@ -59,23 +61,41 @@ type lostNode struct {
 	// leave True; readyLTT the condition's lastTransitionTime (whole seconds, the clock adc's
 	// max-wait-for-unmount counts from); tainted when the unreachable NoExecute taint came.
 	killed, notReady, readyLTT, tainted time.Time
+	// shutdownTainted is when the cloud node lifecycle controller's shutdown taint came (zero
+	// unless the machine was shut down: shutDownMachine).
+	shutdownTainted time.Time
 }
 
-// killNode kills the kubelet of node, as a power loss does, and waits until the node
-// lifecycle controller marks it not Ready and taints it unreachable.
-func killNode(ctx context.Context, t *testing.T, c *modeCluster, node string) lostNode {
+// shutdownTaint is what the cloud node lifecycle controller puts on a NotReady node whose
+// machine the cloud reports shut down (k8s.io/cloud-provider nodelifecycle.ShutdownTaint).
+var shutdownTaint = v1.Taint{Key: cloudproviderapi.TaintNodeShutdown, Effect: v1.TaintEffectNoSchedule}
+
+// cloudGrace is how soon after a node goes NotReady the cloud node lifecycle controller must
+// have tainted it shut down (ten of its monitor periods, 1 s each: room for a loaded machine),
+// and how long partitionNode watches a partitioned node not get that taint.
+var cloudGrace = 10 * cluster.DefaultTimings.NodeMonitorPeriod
+
+// nodeEventAfter matches the recorder's events of kind what about node after since (with
+// detail when it is not empty).
+func nodeEventAfter(node, what, detail string, since time.Time) func(cluster.Event) bool {
+	return func(e cluster.Event) bool {
+		return e.What == what && e.Name == node && e.At.After(since) && (detail == "" || e.Detail == detail)
+	}
+}
+
+// taintDetail is how the recorder's NodeTainted events spell taint.
+func taintDetail(taint v1.Taint) string { return taint.Key + ":" + string(taint.Effect) }
+
+// loseKubelet runs lose (which kills node's kubelet one way or another) and waits until the
+// node lifecycle controller marks the node not Ready and taints it unreachable.
+func loseKubelet(ctx context.Context, t *testing.T, c *modeCluster, node string, lose func(string) error) lostNode {
 	t.Helper()
 	l := lostNode{name: node, killed: time.Now()}
-	if err := c.stack.Kubelet(node).Kill(); err != nil {
+	if err := lose(node); err != nil {
 		t.Fatal(err)
 	}
-	after := func(what, detail string) func(cluster.Event) bool {
-		return func(e cluster.Event) bool {
-			return e.What == what && e.Name == node && e.At.After(l.killed) && (detail == "" || e.Detail == detail)
-		}
-	}
 	timeout := cluster.DefaultTimings.NodeMonitorGracePeriod + time.Minute
-	e, err := c.rec.Wait(ctx, "node "+node+" not Ready", timeout, after(cluster.NodeNotReady, ""))
+	e, err := c.rec.Wait(ctx, "node "+node+" not Ready", timeout, nodeEventAfter(node, cluster.NodeNotReady, "", l.killed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +104,118 @@ func killNode(ctx context.Context, t *testing.T, c *modeCluster, node string) lo
 	if err != nil {
 		t.Fatalf("node %s: Ready lastTransitionTime %q: %v", node, e.Detail, err)
 	}
-	e, err = c.rec.Wait(ctx, "node "+node+" tainted unreachable:NoExecute", timeout, after(cluster.NodeTainted, v1.TaintNodeUnreachable+":"+string(v1.TaintEffectNoExecute)))
+	unreachable := v1.Taint{Key: v1.TaintNodeUnreachable, Effect: v1.TaintEffectNoExecute}
+	e, err = c.rec.Wait(ctx, "node "+node+" tainted unreachable:NoExecute", timeout, nodeEventAfter(node, cluster.NodeTainted, taintDetail(unreachable), l.killed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.tainted = e.At
+	return l
+}
+
+// killNode kills the kubelet of node, as a power loss the cloud does not report does (its
+// machine stays "running": no shutdown taint comes), and waits until the node lifecycle
+// controller marks it not Ready and taints it unreachable.
+func killNode(ctx context.Context, t *testing.T, c *modeCluster, node string) lostNode {
+	t.Helper()
+	l := loseKubelet(ctx, t, c, node, func(node string) error { return c.stack.Kubelet(node).Kill() })
 	figure(t, c.mode, "node loss: kubelet killed -> node not Ready", since(l.killed, l.notReady))
 	figure(t, c.mode, "node loss: not Ready -> unreachable:NoExecute taint", since(l.notReady, l.tainted))
 	return l
+}
+
+// shutDownMachine shuts node's machine down (its kubelet killed, the test cloud reporting the
+// machine shut down: cluster.ShutDownMachine) and waits until the node lifecycle controller
+// marks the node not Ready and taints it unreachable, and the cloud node lifecycle controller
+// taints it node.cloudprovider.kubernetes.io/shutdown:NoSchedule (lostNode.shutdownTainted).
+func shutDownMachine(ctx context.Context, t *testing.T, c *modeCluster, node string) lostNode {
+	t.Helper()
+	l := loseKubelet(ctx, t, c, node, c.stack.ShutDownMachine)
+	timeout := cluster.DefaultTimings.NodeMonitorGracePeriod + time.Minute
+	e, err := c.rec.Wait(ctx, "node "+node+" tainted "+taintDetail(shutdownTaint), timeout, nodeEventAfter(node, cluster.NodeTainted, taintDetail(shutdownTaint), l.killed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.shutdownTainted = e.At
+	figure(t, c.mode, "cloud: machine shut down -> node not Ready", since(l.killed, l.notReady))
+	figure(t, c.mode, "cloud: not Ready -> shutdown:NoSchedule taint", since(l.notReady, l.shutdownTainted))
+	return l
+}
+
+// partitionNode kills node's kubelet while its machine keeps running as far as the cloud
+// knows (cluster.PartitionNode), waits until the node is not Ready and tainted unreachable,
+// then watches it for cloudGrace more: the cloud node lifecycle controller, which by then
+// has looked at the NotReady node ten times, must never taint it shut down.
+func partitionNode(ctx context.Context, t *testing.T, c *modeCluster, node string) lostNode {
+	t.Helper()
+	l := loseKubelet(ctx, t, c, node, c.stack.PartitionNode)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Until(l.notReady.Add(cloudGrace)), true, func(context.Context) (bool, error) {
+		return false, noShutdownTaint(c, node, l.killed)
+	})
+	if !wait.Interrupted(err) {
+		t.Fatalf("partitioned node %s: %v", node, err)
+	}
+	figure(t, c.mode, "cloud: partition -> node not Ready", since(l.killed, l.notReady))
+	return l
+}
+
+// noShutdownTaint returns an error if the recorder saw node tainted shut down after since.
+func noShutdownTaint(c *modeCluster, node string, since time.Time) error {
+	if e, ok := c.rec.First(nodeEventAfter(node, cluster.NodeTainted, taintDetail(shutdownTaint), since)); ok {
+		return fmt.Errorf("node %s tainted %s at %s, its machine running", node, taintDetail(shutdownTaint), e.At.Format(time.StampMilli))
+	}
+	return nil
+}
+
+// startMachine brings node's machine back (the test cloud reports it running, its kubelet
+// starts again: cluster.StartMachine), waits until the kubelet registered again (Ready with a
+// fresh heartbeat, every driver in its CSINode) and the cloud node lifecycle controller took
+// the shutdown taint off, and returns when the taint was seen gone.
+func startMachine(ctx context.Context, t *testing.T, c *modeCluster, node string) time.Time {
+	t.Helper()
+	started := time.Now()
+	if err := c.stack.StartMachine(node); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.stack.Kubelet(node).WaitRegistered(ctx, started, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	figure(t, c.mode, "cloud: machine started -> kubelet registered", since(started, time.Now()))
+	var untainted time.Time
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, cloudGrace, true, func(ctx context.Context) (bool, error) {
+		n, err := c.stack.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("getting node %s: %w", node, err)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.MatchTaint(&shutdownTaint) {
+				return false, nil
+			}
+		}
+		untainted = time.Now()
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s Ready again: shutdown taint not taken off within %s: %v", node, cloudGrace, err)
+	}
+	figure(t, c.mode, "cloud: machine started -> shutdown taint gone", since(started, untainted))
+	return untainted
+}
+
+// deleteMachine deletes node's machine (its kubelet killed, the test cloud no longer knowing
+// it: cluster.DeleteMachine) and waits until the cloud node lifecycle controller deleted the
+// Node, once the node lifecycle controller had marked it not Ready; it returns when the
+// deletion was seen.
+func deleteMachine(ctx context.Context, t *testing.T, c *modeCluster, node string) time.Time {
+	t.Helper()
+	deleted := time.Now()
+	if err := c.stack.DeleteMachine(node); err != nil {
+		t.Fatal(err)
+	}
+	timeout := cluster.DefaultTimings.NodeMonitorGracePeriod + time.Minute
+	e, err := c.rec.Wait(ctx, "node "+node+" deleted", timeout, nodeEventAfter(node, cluster.NodeDeleted, "", deleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.At
 }

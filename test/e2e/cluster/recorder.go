@@ -31,6 +31,7 @@ const (
 	NodeNotReady   = "node not ready"
 	NodeReadyAgain = "node ready"
 	NodeTainted    = "node tainted"
+	NodeDeleted    = "node deleted"
 	ClaimBound     = "claim bound"
 )
 
@@ -67,7 +68,7 @@ func Record(ctx context.Context, client kubernetes.Interface) (*Recorder, error)
 		{factory.Core().V1().Pods().Informer(), handle(r.pod, r.podGone)},
 		{factory.Core().V1().PersistentVolumeClaims().Informer(), handle(r.claim, nil)},
 		{factory.Storage().V1().VolumeAttachments().Informer(), handle(r.va, r.vaGone)},
-		{factory.Core().V1().Nodes().Informer(), handle(r.node, nil)},
+		{factory.Core().V1().Nodes().Informer(), handle(r.node, r.nodeGone)},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -179,6 +180,12 @@ func (r *Recorder) node(obj any) {
 	for _, t := range n.Spec.Taints {
 		e.Detail = t.Key + ":" + string(t.Effect)
 		r.add(with(e, NodeTainted))
+	}
+}
+
+func (r *Recorder) nodeGone(obj any) {
+	if n, ok := obj.(*v1.Node); ok {
+		r.add(Event{What: NodeDeleted, Name: n.Name, UID: n.UID, Node: n.Name})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/migration-aware/adc/test/e2e/harness"
@@ -19,7 +20,9 @@ type Timings struct {
 	// renewal before it marks the node's Ready condition Unknown and taints it unreachable
 	// (default 50 s).
 	NodeMonitorGracePeriod time.Duration
-	// NodeMonitorPeriod is how often it checks (default 5 s).
+	// NodeMonitorPeriod is how often it checks (default 5 s), and how often the cloud node
+	// lifecycle controller asks the test cloud about NotReady nodes (cloud-controller-manager's
+	// --node-monitor-period, default 5 s too).
 	NodeMonitorPeriod time.Duration
 	// TolerationSeconds are the not-ready and unreachable NoExecute tolerations the API
 	// server's DefaultTolerationSeconds admission gives every pod (default 300): after them
@@ -154,20 +157,128 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 	return h, nil
 }
 
+// Cluster is a started cluster: the harness's stack and its cloud.
+type Cluster struct {
+	*harness.Stack
+	// Cloud is the test cloud the cloud node lifecycle controller asks about each node's
+	// machine; ShutDownMachine, PartitionNode, DeleteMachine and StartMachine change it.
+	Cloud *TestCloud
+
+	stopCloud func()
+	stopOnce  sync.Once
+	stopErr   error
+}
+
 // Start starts a cluster of o's mode and waits until every node is registered and
-// schedulable (the node lifecycle controller took the kubelet's not-ready taint off).
-func Start(ctx context.Context, o Options) (*harness.Stack, error) {
+// schedulable (the node lifecycle controller took the kubelet's not-ready taint off). It runs
+// the cloud node lifecycle controller of k8s.io/cloud-provider with a test cloud in this
+// process, as cloud-controller-manager runs it in a cloud, in every mode: the shutdown taint
+// and the deletion of a gone machine's Node come from it.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
 	h, err := o.HarnessOptions()
 	if err != nil {
 		return nil, err
+	}
+	t := DefaultTimings
+	if o.Timings != nil {
+		t = *o.Timings
 	}
 	s, err := harness.Start(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("cluster (%s): %w", o.Mode, err)
 	}
-	if err := WaitNodesSchedulable(ctx, s.Client, s.Nodes(), time.Minute); err != nil {
+	c := &Cluster{Stack: s, Cloud: NewTestCloud()}
+	if c.stopCloud, err = runCloudNodeLifecycle(s.ControlPlane().Config, c.Cloud, t.NodeMonitorPeriod); err != nil {
 		_ = s.Stop()
 		return nil, fmt.Errorf("cluster (%s): %w", o.Mode, err)
 	}
-	return s, nil
+	if err := WaitNodesSchedulable(ctx, s.Client, s.Nodes(), time.Minute); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("cluster (%s): %w", o.Mode, err)
+	}
+	return c, nil
+}
+
+// Stop stops the cloud node lifecycle controller, then the stack (Stack.Stop), so that the
+// controller never talks to a stopped API server. It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		if c.stopCloud != nil {
+			c.stopCloud()
+		}
+		c.stopErr = c.Stack.Stop()
+	})
+	return c.stopErr
+}
+
+// kubelet returns node's kubelet, or an error naming the node.
+func (c *Cluster) kubelet(node string) (*harness.Kubelet, error) {
+	k := c.Kubelet(node)
+	if k == nil {
+		return nil, fmt.Errorf("cluster: node %s: %w", node, errNoKubelet)
+	}
+	return k, nil
+}
+
+// ShutDownMachine shuts node's machine down, as a cloud user stopping the VM does: its
+// kubelet is killed (SIGKILL, nothing graceful) and the test cloud reports the machine shut
+// down. Once the node lifecycle controller has marked the node NotReady, the cloud node
+// lifecycle controller taints it node.cloudprovider.kubernetes.io/shutdown:NoSchedule.
+func (c *Cluster) ShutDownMachine(node string) error {
+	k, err := c.kubelet(node)
+	if err != nil {
+		return err
+	}
+	c.Cloud.SetMachine(node, MachineShutDown)
+	if err := k.Kill(); err != nil {
+		return fmt.Errorf("cluster: shutting down the machine of node %s: %w", node, err)
+	}
+	return nil
+}
+
+// PartitionNode cuts node off the cluster: its kubelet is killed, but its machine runs as
+// far as the cloud knows (a network partition, a crashed kubelet). The node goes NotReady
+// and never gets the shutdown taint: nothing tells the cluster the machine stopped.
+func (c *Cluster) PartitionNode(node string) error {
+	k, err := c.kubelet(node)
+	if err != nil {
+		return err
+	}
+	c.Cloud.SetMachine(node, MachineRunning)
+	if err := k.Kill(); err != nil {
+		return fmt.Errorf("cluster: partitioning node %s: %w", node, err)
+	}
+	return nil
+}
+
+// DeleteMachine deletes node's machine, as a cloud user deleting the VM does: its kubelet is
+// killed and the test cloud no longer knows the machine. Once the node is NotReady, the cloud
+// node lifecycle controller deletes its Node.
+func (c *Cluster) DeleteMachine(node string) error {
+	k, err := c.kubelet(node)
+	if err != nil {
+		return err
+	}
+	c.Cloud.SetMachine(node, MachineGone)
+	if err := k.Kill(); err != nil {
+		return fmt.Errorf("cluster: deleting the machine of node %s: %w", node, err)
+	}
+	return nil
+}
+
+// StartMachine brings node's shut-down or partitioned machine back: the test cloud reports
+// it running and its kubelet starts again (same root dir, as after a reboot). The caller
+// waits for it (harness.Kubelet.WaitRegistered); once the node is Ready the cloud node
+// lifecycle controller takes the shutdown taint off. A gone machine's Node was deleted: its
+// kubelet registers a new one.
+func (c *Cluster) StartMachine(node string) error {
+	k, err := c.kubelet(node)
+	if err != nil {
+		return err
+	}
+	c.Cloud.SetMachine(node, MachineRunning)
+	if err := k.Start(); err != nil {
+		return fmt.Errorf("cluster: starting the machine of node %s: %w", node, err)
+	}
+	return nil
 }
