@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
@@ -44,6 +45,11 @@ func Build(opts Options, t Target, cl Cluster, now time.Time) Report {
 		opts.MaxWaitForUnmount = DefaultMaxWaitForUnmount
 	}
 	b := &builder{opts: opts, now: now, idx: migration.NewObjectIndex(cl.Objects), vas: map[string]*storagev1.VolumeAttachment{}, cl: cl}
+	policies := make([]*detachv1alpha1.DetachPolicy, len(cl.DetachPolicies))
+	for i := range cl.DetachPolicies {
+		policies[i] = &cl.DetachPolicies[i]
+	}
+	b.rules = migration.CompileDetachPolicies(policies, opts.MaxWaitForUnmount)
 	for i := range cl.VolumeAttachments {
 		b.vas[cl.VolumeAttachments[i].Name] = &cl.VolumeAttachments[i]
 	}
@@ -82,6 +88,8 @@ type builder struct {
 	idx  *migration.ObjectIndex
 	vas  map[string]*storagev1.VolumeAttachment
 	cl   Cluster
+	// rules are the detach rules in force (DetachPolicies and the built-in rule).
+	rules *migration.DetachPolicies
 }
 
 func (b *builder) pod(pod *v1.Pod) Pod {
@@ -188,15 +196,16 @@ func (b *builder) attachment(nodeName string, node *v1.Node, d migration.Decisio
 	}
 	sort.Strings(a.UsedBy)
 	if len(a.UsedBy) == 0 {
-		a.Detach = b.detach(nodeName, node, a)
+		rule := b.rules.For(migration.DetachVolumeOf(b.idx.PersistentVolume(pvName), d.Driver, d.InTreePlugin))
+		a.Detach = b.detach(nodeName, node, a, rule)
 	}
 	return a
 }
 
 // detach says what stands between an attachment no active pod needs and its detach, as
-// pkg/adc decides it: not while the kubelet reports it in use, unless the node is out of
-// service (at once), not Ready for --max-wait-for-unmount, or deleted.
-func (b *builder) detach(nodeName string, node *v1.Node, a *Attachment) *Detach {
+// pkg/adc decides it: not while the kubelet reports it in use, unless the volume's detach rule
+// (a DetachPolicy or the built-in rule, pkg/migration) forces it, or the node is deleted.
+func (b *builder) detach(nodeName string, node *v1.Node, a *Attachment, rule *migration.DetachRule) *Detach {
 	switch {
 	case a.Deleting:
 		why := "the detach is under way: the VolumeAttachment is being deleted and the external-attacher unpublishes the volume"
@@ -208,24 +217,25 @@ func (b *builder) detach(nodeName string, node *v1.Node, a *Attachment) *Detach 
 		now := b.now
 		return &Detach{ForcedAt: &now, Why: "node " + nodeName + " no longer exists: adc detaches what a managed node leaves behind at once (a node deleted before this controller saw it managed is left to its owner)"}
 	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == v1.TaintNodeOutOfService {
-			now := b.now
-			return &Detach{ForcedAt: &now, Why: "node " + nodeName + " has the " + v1.TaintNodeOutOfService + " taint: adc detaches at once, even in use"}
-		}
+	v := rule.Verdict(node, b.now)
+	if v.Force {
+		now := b.now
+		return &Detach{ForcedAt: &now, Why: "node " + nodeName + ": " + v.Reason + ": adc detaches at once, even in use (rule " + v.Rule + ")"}
 	}
 	if !a.InUse {
 		return &Detach{Why: "nothing blocks it: the kubelet no longer reports it in use, so adc removes it from node status and then detaches it at its next reconcile"}
 	}
 	d := &Detach{Blocked: "the kubelet of node " + nodeName + " reports it in use (status.volumesInUse): it has not unmounted it yet"}
-	if since, notReady := notReadySince(node); notReady {
-		at := since.Add(b.opts.MaxWaitForUnmount)
+	switch {
+	case v.Held:
+		d.Why = d.Blocked + "; node " + nodeName + ": " + v.Reason
+	case !v.At.IsZero():
+		at := v.At
 		d.ForcedAt = &at
-		d.Why = fmt.Sprintf("%s; node %s is not Ready since %s, so adc force-detaches it at %s (--max-wait-for-unmount %s)",
-			d.Blocked, nodeName, since.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), b.opts.MaxWaitForUnmount)
-		return d
+		d.Why = fmt.Sprintf("%s; node %s: %s (rule %s)", d.Blocked, nodeName, v.Reason, v.Rule)
+	default:
+		d.Why = d.Blocked + "; node " + nodeName + " is Ready, so adc waits for the kubelet (no forced detach while the node is healthy; the " + v1.TaintNodeOutOfService + " taint forces it)"
 	}
-	d.Why = d.Blocked + "; node " + nodeName + " is Ready, so adc waits for the kubelet (no forced detach while the node is healthy; the " + v1.TaintNodeOutOfService + " taint forces it)"
 	return d
 }
 

@@ -125,13 +125,13 @@ func TestBuild(t *testing.T) {
 				gcePV("pv-a").pod("a", "n1", v1.PodPending, "pv-a").va("pv-a", "n2", true, ""),
 			target: pod("a"), mech: migration.MechanismCSI,
 			want: []string{"here: not attached", "ReadWriteOnce, held by: node n2, VolumeAttachment csi-", "attached (created 2026-11-25T11:00:00Z); node status lists it: yes; kubelet reports it in use: yes\n",
-				"detach: the kubelet of node n2 reports it in use (status.volumesInUse): it has not unmounted it yet; node n2 is not Ready since 2026-11-25T11:58:00Z, so adc force-detaches it at 2026-11-25T12:04:00Z (--max-wait-for-unmount 6m0s)",
+				"detach: the kubelet of node n2 reports it in use (status.volumesInUse): it has not unmounted it yet; node n2: the node has not been Ready since 2026-11-25T11:58:00Z; max-wait-for-unmount (6m0s) forces the detach at 2026-11-25T12:04:00Z",
 				"next: it is ReadWriteOnce and still attached to node n2 since 2026-11-25T11:00:00Z; it is attached here once that detach is done"}},
 		{name: "an out-of-service node's attachment is force-detached at once",
 			w: (&world{}).node("n1", true, now).csiNode("n1", gcePlugin, gceDriver).node("n2", false, sick, v1.Taint{Key: v1.TaintNodeOutOfService, Effect: v1.TaintEffectNoExecute}).
 				status("n2", nil, []string{unique("pv-a")}).gcePV("pv-a").pod("a", "n1", v1.PodPending, "pv-a").va("pv-a", "n2", true, ""),
 			target: pod("a"), mech: migration.MechanismCSI,
-			want: []string{"detach: node n2 has the node.kubernetes.io/out-of-service taint: adc detaches at once, even in use"}},
+			want: []string{"detach: node n2: the node has the node.kubernetes.io/out-of-service taint: adc detaches at once, even in use"}},
 		{name: "the external-attacher's error on the VolumeAttachment",
 			w: (&world{}).node("n1", true, now).csiNode("n1", gcePlugin, gceDriver).gcePV("pv-a").pod("a", "n1", v1.PodPending, "pv-a").
 				va("pv-a", "n1", false, "rpc error: code = ResourceExhausted desc = too many disks"),

@@ -17,6 +17,7 @@ import (
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
 )
@@ -31,6 +32,8 @@ type Cluster struct {
 	Objects migration.Objects
 	// VolumeAttachments are all of them.
 	VolumeAttachments []storagev1.VolumeAttachment
+	// DetachPolicies decide the forced detaches (none: the built-in rule).
+	DetachPolicies []detachv1alpha1.DetachPolicy
 }
 
 // ErrNotFound is wrapped by Read when the target does not exist.
@@ -125,6 +128,9 @@ func readRest(ctx context.Context, c plan.Clients, cfg migration.Config, out *Cl
 		if out.Objects.SeedCSIDrivers, err = listSeed(ctx, c.Dynamic, seedcsidriver.GroupVersionResource, seedcsidriver.FromUnstructured); err != nil {
 			return err
 		}
+	}
+	if out.DetachPolicies, err = plan.ListDetachPolicies(ctx, c.Dynamic); err != nil {
+		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Read the cluster for an explanation", "pods", len(out.Pods), "nodes", len(out.Objects.Nodes), "volumeAttachments", len(out.VolumeAttachments))
 	return nil

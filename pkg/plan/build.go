@@ -89,7 +89,7 @@ func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttac
 			return out, listErr("volumeattachments.storage.k8s.io", err)
 		}
 		out.VolumeAttachments = vas.Items
-		out.DetachPolicies, err = listDetachPolicies(ctx, c.Dynamic)
+		out.DetachPolicies, err = ListDetachPolicies(ctx, c.Dynamic)
 		if err != nil {
 			return out, err
 		}
@@ -161,9 +161,9 @@ func listSeedCSIDrivers(ctx context.Context, dyn dynamic.Interface, source migra
 	})
 }
 
-// listDetachPolicies lists the DetachPolicies. A missing CRD, or a role that may not read
+// ListDetachPolicies lists the DetachPolicies. A missing CRD, or a role that may not read
 // them, means none: the built-in rule then applies, as it would in the controller.
-func listDetachPolicies(ctx context.Context, dyn dynamic.Interface) ([]detachv1alpha1.DetachPolicy, error) {
+func ListDetachPolicies(ctx context.Context, dyn dynamic.Interface) ([]detachv1alpha1.DetachPolicy, error) {
 	logger := klog.FromContext(ctx).WithValues("resource", detachv1alpha1.GroupVersionResource.String())
 	policies, err := listSeed(ctx, dyn, detachv1alpha1.GroupVersionResource, "DetachPolicies", detachv1alpha1.FromUnstructured, func(bool) {
 		logger.V(1).Info("DetachPolicies are not available; the built-in detach rule applies to every volume")
