@@ -5,6 +5,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // The external actors of a world: the external-attacher, the kubelets and whoever deletes
@@ -36,7 +39,13 @@ func (k kubeletState) set(node, unique string, on bool) {
 // actorMoves offers what the world's other actors may do now.
 func (h *harness) actorMoves(add func(moveClass, string, func())) {
 	h.attacherMoves(add)
+	if n := h.w.shutdown; n != "" && !h.machineOff && h.api.nodes[n] != nil {
+		add(classActor, "machine of "+n+" shuts down (not Ready, cloud shutdown taint)", func() { h.shutDown(n) })
+	}
 	for _, n := range h.w.nodes {
+		if h.machineOff && n == h.w.shutdown {
+			continue // no kubelet runs there any more
+		}
 		if node := h.api.nodes[n]; node != nil {
 			for _, vol := range h.w.volumes {
 				h.kubeletMoves(add, node, vol.pv)
@@ -44,6 +53,27 @@ func (h *harness) actorMoves(add func(moveClass, string, func())) {
 		}
 	}
 	h.podMoves(add)
+}
+
+// shutDown turns node's machine off: its mounts are gone with it, its kubelet's last
+// status.volumesInUse stays, and the node lifecycle controllers mark it not Ready and taint
+// it (one update here; the real ones write twice, which only adds a state adc decides on the
+// same way).
+func (h *harness) shutDown(node string) {
+	h.machineOff = true
+	for u := range h.kubelet[node] {
+		h.kubelet.set(node, u, false)
+	}
+	now := h.clk.Now()
+	h.api.updateNode(node, func(n *v1.Node) {
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == v1.NodeReady {
+				n.Status.Conditions[i].Status = v1.ConditionUnknown
+				n.Status.Conditions[i].LastTransitionTime = metav1.NewTime(now)
+			}
+		}
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: migration.CloudShutdownTaint, Effect: v1.TaintEffectNoSchedule})
+	})
 }
 
 // attacherMoves: the external-attacher attaches a new VolumeAttachment (adding its

@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // exploreConfig is what a schedule may do besides the ordinary steps.
@@ -46,6 +47,9 @@ type harness struct {
 	c   *Controller
 	clk *testingclock.FakeClock
 	ctx context.Context
+
+	// machineOff: the shutdown node's machine is off (worldSpec.shutdown).
+	machineOff bool
 
 	api       *apiTruth
 	informers map[string]*informerModel
@@ -135,6 +139,9 @@ func newHarness(w *worldSpec, cfg exploreConfig) *harness {
 		panic(err)
 	}
 	h.c = c
+	if len(w.policies) > 0 {
+		c.detachRules.Store(migration.CompileDetachPolicies(w.policies, c.opts.MaxWaitForUnmount))
+	}
 	c.vas = h.vas
 	podStore := c.pods
 	c.pods = sortedIndexer{podStore}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -24,6 +25,12 @@ type worldSpec struct {
 	pods        []worldPod
 	// attached are VolumeAttachments that exist at the start, attached.
 	attached []worldAttachment
+	// policies are the DetachPolicies in force (none: the built-in rule).
+	policies []*detachv1alpha1.DetachPolicy
+	// shutdown names a node whose machine a step may shut down (once): its kubelet stops (its
+	// mounts go with the machine, its last volumesInUse stays), the node leaves Ready and the
+	// cloud's shutdown taint comes, in one Node update.
+	shutdown string
 }
 
 type worldVolume struct {
@@ -90,10 +97,28 @@ var worlds = map[string]*worldSpec{
 		},
 		attached: []worldAttachment{{pv: "pv-1", node: "n-a"}},
 	},
+	"shutdown": {
+		name: "shutdown",
+		about: "2 nodes, 1 ReadWriteOnce CSI volume attached, listed and in use on n-a, a pod on each node that wants it; " +
+			"n-a's machine may shut down (not Ready + the cloud's shutdown taint), which a DetachPolicy accepts as evidence; either pod may be deleted",
+		nodes:   []string{"n-a", "n-b"},
+		volumes: []worldVolume{{pv: "pv-1", handle: "h1", rwo: true}},
+		pods: []worldPod{
+			{name: "pa", node: "n-a", pvs: []string{"pv-1"}, present: true, deletable: true},
+			{name: "pb", node: "n-b", pvs: []string{"pv-1"}, present: true, deletable: true},
+		},
+		attached: []worldAttachment{{pv: "pv-1", node: "n-a", listed: true, inUse: true}},
+		policies: []*detachv1alpha1.DetachPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "cloud"}, Spec: detachv1alpha1.DetachPolicySpec{
+			Volumes:  detachv1alpha1.VolumeSelector{Drivers: []string{worldDriver}},
+			Evidence: []detachv1alpha1.EvidenceKind{detachv1alpha1.EvidenceCloudShutdown},
+			Timeout:  detachv1alpha1.TimeoutNever,
+		}}},
+		shutdown: "n-a",
+	},
 }
 
 // worldOrder is the order worlds run in.
-var worldOrder = []string{"rwo", "twovol", "recreate"}
+var worldOrder = []string{"rwo", "twovol", "recreate", "shutdown"}
 
 func (w *worldSpec) volume(pv string) worldVolume {
 	for _, v := range w.volumes {
