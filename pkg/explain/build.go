@@ -10,12 +10,13 @@ import (
 
 	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/plan"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
 // DefaultMaxWaitForUnmount is the controller's default --max-wait-for-unmount (upstream's
 // maxWaitForUnmountDuration).
-const DefaultMaxWaitForUnmount = 6 * time.Minute
+const DefaultMaxWaitForUnmount = plan.DefaultMaxWaitForUnmount
 
 // Options say how to explain.
 type Options struct {

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -37,7 +38,7 @@ type Cluster struct {
 	Pods              []v1.Pod
 	Objects           migration.Objects
 	VolumeAttachments []storagev1.VolumeAttachment
-	// DetachPolicies are listed with the attachments (withAttachments); none when the CRD is
+	// DetachPolicies decide the detaches of nodes that are not Ready; none when the CRD is
 	// not installed or may not be read.
 	DetachPolicies []detachv1alpha1.DetachPolicy
 }
@@ -89,10 +90,9 @@ func ListCluster(ctx context.Context, c Clients, cfg migration.Config, withAttac
 			return out, listErr("volumeattachments.storage.k8s.io", err)
 		}
 		out.VolumeAttachments = vas.Items
-		out.DetachPolicies, err = ListDetachPolicies(ctx, c.Dynamic)
-		if err != nil {
-			return out, err
-		}
+	}
+	if out.DetachPolicies, err = ListDetachPolicies(ctx, c.Dynamic); err != nil {
+		return out, err
 	}
 	var infos []csinodeinfo.CSINodeInfo
 	if cfg.NodeSource == migration.NodeSourceCSINodeInfo || cfg.NodeSource == migration.NodeSourceAuto {
@@ -131,8 +131,17 @@ func Build(ctx context.Context, c Clients, cfg migration.Config) (Report, error)
 	if err != nil {
 		return Report{}, fmt.Errorf("building plan: %w", err)
 	}
-	return FromObjects(cfg, cl.Pods, cl.Objects), nil
+	r := FromObjects(cfg, cl.Pods, cl.Objects)
+	r.NodeLoss = NodeLossFromObjects(cl.Objects, cl.DetachPolicies, DefaultMaxWaitForUnmount, time.Now())
+	if len(r.NodeLoss) == 0 {
+		r.NodeLoss = nil
+	}
+	return r, nil
 }
+
+// DefaultMaxWaitForUnmount is the controller's default --max-wait-for-unmount (upstream's
+// six minutes), the built-in rule's timeout in plan's and status's node-loss rows.
+const DefaultMaxWaitForUnmount = 6 * time.Minute
 
 // listCSINodeInfos lists the seed-API CSINodeInfos. A missing CRD (NotFound, or a REST
 // mapping with no match) means none exist.

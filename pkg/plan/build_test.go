@@ -20,6 +20,7 @@ import (
 
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -94,8 +95,9 @@ func infoObject(t *testing.T) runtime.Object {
 func dynamicClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{
-			csinodeinfo.GroupVersionResource:   csinodeinfo.ListKind,
-			seedcsidriver.GroupVersionResource: seedcsidriver.ListKind,
+			csinodeinfo.GroupVersionResource:    csinodeinfo.ListKind,
+			seedcsidriver.GroupVersionResource:  seedcsidriver.ListKind,
+			detachv1alpha1.GroupVersionResource: detachv1alpha1.ListKind,
 		}, objs...)
 }
 

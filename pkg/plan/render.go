@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -38,7 +39,25 @@ func RenderTable(w io.Writer, r Report) error {
 			}
 		}
 	}
+	for _, n := range r.NodeLoss {
+		if _, err := fmt.Fprintf(w, "node not Ready: %s %s: %s (rule %s): %s\n", cell(n.Node), cell(n.UniqueName), NodeLossOutlook(n), cell(n.Rule), cell(n.Reason)); err != nil {
+			return fmt.Errorf("writing plan node-loss rows: %w", err)
+		}
+	}
 	return nil
+}
+
+// NodeLossOutlook says in a few words what a node-loss row's rule will do.
+func NodeLossOutlook(n NodeLossVolume) string {
+	switch {
+	case n.DetachNow:
+		return "detach now (" + string(n.Evidence) + ")"
+	case n.Held:
+		return "held by policy"
+	case n.DetachAt != nil:
+		return "detach at " + n.DetachAt.UTC().Format(time.RFC3339)
+	}
+	return "kept while the kubelet reports it in use"
 }
 
 // SummaryLine renders the mechanism counts in the stable order of migration.Mechanisms, e.g.

@@ -46,6 +46,10 @@ type Report struct {
 	// Summary counts rows per mechanism and always holds all six mechanisms, zeros included,
 	// so consumers can read any key without checking for its presence.
 	Summary map[migration.Mechanism]int `json:"summary"`
+	// NodeLoss lists the volumes node status shows attached to managed nodes that are not
+	// Ready, with what their detach rule (a DetachPolicy or the built-in rule) will do;
+	// absent when every node is Ready.
+	NodeLoss []NodeLossVolume `json:"nodeLoss,omitempty"`
 }
 
 // FromObjects assembles a report from already-listed objects. It is pure and deterministic:

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
 )
@@ -36,7 +35,7 @@ func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Rep
 	}
 	now := time.Now()
 	r := fromObjects(cfg, cl.Pods, cl.Objects, vas, now)
-	r.NodeLoss = nodeLossFromObjects(cl.Objects, cl.DetachPolicies, adc.DefaultOptions().MaxWaitForUnmount, now)
+	r.NodeLoss = plan.NodeLossFromObjects(cl.Objects, cl.DetachPolicies, plan.DefaultMaxWaitForUnmount, now)
 	return r, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/plan"
 )
 
 // barWidth is the number of cells of a text rollout bar.
@@ -79,7 +80,7 @@ func RenderText(w io.Writer, r Report) error {
 	if len(r.NodeLoss) > 0 {
 		fmt.Fprintf(&b, "Volumes of nodes not Ready: %d\n", len(r.NodeLoss))
 		for _, n := range r.NodeLoss {
-			fmt.Fprintf(&b, "  %s %s: %s (rule %s): %s\n", flat(n.Node), flat(nodeLossVolumeName(n)), nodeLossOutlook(n), flat(n.Rule), flat(n.Reason))
+			fmt.Fprintf(&b, "  %s %s: %s (rule %s): %s\n", flat(n.Node), flat(nodeLossVolumeName(n)), plan.NodeLossOutlook(n), flat(n.Rule), flat(n.Reason))
 		}
 	}
 	if r.Source == SourceController {
@@ -148,17 +149,4 @@ func nodeLossVolumeName(n NodeLossVolume) string {
 		return "pv/" + n.PV
 	}
 	return n.UniqueName
-}
-
-// nodeLossOutlook says in a few words what the rule will do.
-func nodeLossOutlook(n NodeLossVolume) string {
-	switch {
-	case n.DetachNow:
-		return "detach now (" + string(n.Evidence) + ")"
-	case n.Held:
-		return "held by policy"
-	case n.DetachAt != nil:
-		return "detach at " + n.DetachAt.UTC().Format(time.RFC3339)
-	}
-	return "kept while the kubelet reports it in use"
 }

@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/ktesting"
 
+	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/test/integration/framework"
 )
 
@@ -80,6 +82,32 @@ func TestBinaryLeadsAsServiceAccount(t *testing.T) {
 	name, unique := vaName(handle, testDriver, s.node), csiUnique(testDriver, handle)
 	s.pod("app", s.csiVolume("data", handle))
 	s.eventually("VolumeAttachment "+name+" attached and listed in node status", 30*time.Second, s.attachedAndListed(name, unique))
+
+	// A DetachPolicy: the binary reads it and writes its verdict into its status, as the
+	// ServiceAccount (update detachpolicies/status).
+	policy := &detachv1alpha1.DetachPolicy{ObjectMeta: metav1.ObjectMeta{Name: s.ns + "-policy"}, Spec: detachv1alpha1.DetachPolicySpec{
+		Volumes: detachv1alpha1.VolumeSelector{Drivers: []string{testDriver}}, Timeout: "10m"}}
+	u, err := detachv1alpha1.ToUnstructured(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := cp.Dynamic.Resource(detachv1alpha1.GroupVersionResource)
+	if _, err := policies.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating DetachPolicy: %v", err)
+	}
+	t.Cleanup(func() { _ = policies.Delete(context.Background(), policy.Name, metav1.DeleteOptions{}) })
+	framework.Eventually(ctx, t, "DetachPolicy "+policy.Name+" judged valid by the binary", 20*time.Second, func(ctx context.Context) (bool, string) {
+		got, err := policies.Get(ctx, policy.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p, err := detachv1alpha1.FromUnstructured(got)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := apimeta.FindStatusCondition(p.Status.Conditions, detachv1alpha1.ConditionValid)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", p.Status.Conditions)
+	})
 
 	if err := adcProc.stop(20 * time.Second); err != nil {
 		t.Errorf("adc after SIGTERM: %v, want exit 0", err)
