@@ -11,6 +11,7 @@
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
 //	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
 //	creates.go, detach.go       the attach and detach halves of a reconcile; detach of deleted nodes
+//	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
 //	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
 //	expectations.go             the checker that ends create expectations the informer never will
 //	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
@@ -18,8 +19,8 @@
 //	                            what adc reports: pair states, operations, migration flips
 //
 // and, under internal/: memory (adc's memory between reconciles, behind one lock, with its
-// invariants), cached (the compact informer forms), seedapi (the seed-API sources),
-// multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
+// invariants), cached (the compact informer forms), seedapi (the seed-API and DetachPolicy
+// sources), policystatus (DetachPolicy status), multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.
 package adc
 
@@ -46,6 +47,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	"github.com/migration-aware/adc/pkg/migration"
@@ -77,12 +79,11 @@ type Controller struct {
 	seedDrivers *seedapi.DriverSource
 
 	// policySource reads DetachPolicies (nil without a dynamic client: the built-in rule
-	// only); detachRules are the rules compiled from them; policyQueue carries the names of
-	// policies whose status adc writes, through policyClient.
+	// only); detachRules are the rules compiled from them; policyStatus writes adc's verdict
+	// into each policy's status.
 	policySource *seedapi.PolicySource
 	detachRules  atomic.Pointer[migration.DetachPolicies]
-	policyQueue  workqueue.TypedRateLimitingInterface[string]
-	policyClient dynamic.ResourceInterface
+	policyStatus *policystatus.Writer
 
 	// nodeQueue carries node names whose attachments must be reconciled.
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
@@ -154,9 +155,6 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
-	c.policyQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: policyQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -211,7 +209,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	}
 	if dyn != nil {
 		c.policySource = seedapi.NewPolicySource(client, dyn, opts.CRDPollInterval, c.policiesChanged)
-		c.policyClient = newPolicyClient(dyn)
+		c.policyStatus = policystatus.New(policystatus.Options{
+			Policies: c.policySource.List, Verdicts: func() map[string]migration.PolicyVerdict { return c.DetachRules().Verdicts },
+			Client: dyn, Recorder: c.recorder, FieldManager: volumeattach.FieldManager, Clock: opts.Clock})
 	}
 	return c, nil
 }
@@ -222,7 +222,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
-	defer c.policyQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -271,12 +270,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runStatusWorker, 0) }()
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runPolicyWorker, 0) }()
+	if c.policyStatus != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.policyStatus.Run(ctx) }()
+	}
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
-	c.policyQueue.ShutDown()
 	wg.Wait()
 }
 

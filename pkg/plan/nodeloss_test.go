@@ -37,9 +37,11 @@ func TestNodeLossFromObjects(t *testing.T) {
 		Timeout: detachv1alpha1.TimeoutNever}}}
 	rows := NodeLossFromObjects(objs, policies, 6*time.Minute, now)
 	want := map[string]func(NodeLossVolume) bool{
-		"cut":   func(n NodeLossVolume) bool { return n.Held && n.Rule == "fast" && n.PV == "pv-cut" },
-		"off":   func(n NodeLossVolume) bool { return n.DetachNow && n.Evidence == migration.EvidenceCloudShutdown },
-		"plain": func(n NodeLossVolume) bool { return n.Rule == migration.BuiltInRule && n.DetachAt != nil && n.DetachAt.Equal(now.Add(5*time.Minute)) },
+		"cut": func(n NodeLossVolume) bool { return n.Held && n.Rule == "fast" && n.PV == "pv-cut" },
+		"off": func(n NodeLossVolume) bool { return n.DetachNow && n.Evidence == migration.EvidenceCloudShutdown },
+		"plain": func(n NodeLossVolume) bool {
+			return n.Rule == migration.BuiltInRule && n.DetachAt != nil && n.DetachAt.Equal(now.Add(5*time.Minute))
+		},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("got %d rows, want %d: %+v", len(rows), len(want), rows)
