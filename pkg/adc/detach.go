@@ -383,22 +383,15 @@ func (c *Controller) goneNodeAttachmentIsOurs(ctx context.Context, va *storagev1
 		return false, "the node was deleted; adc did not manage its attachments (it had no " + ManagedAnnotation +
 			" annotation), so its VolumeAttachments are left to their owner", nil
 	}
-	fresh, err := c.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+	ours, found, err := volumeattach.CreatedByAttachDetachController(ctx, c.client, va.Name)
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, "the VolumeAttachment is gone", nil
 	case err != nil:
 		return false, "", fmt.Errorf("reading VolumeAttachment %s of deleted node %s to learn who created it: %w", va.Name, va.Spec.NodeName, err)
-	}
-	for _, m := range fresh.ManagedFields {
-		if m.Operation == metav1.ManagedFieldsOperationUpdate && attachDetachManagers[m.Manager] {
-			return true, "", nil
-		}
+	case !found:
+		return false, "the VolumeAttachment is gone", nil
+	case ours:
+		return true, "", nil
 	}
 	return false, "the node was deleted before this adc saw it and an attach/detach controller did not create this VolumeAttachment " +
 		"(no field manager of one in its managedFields), so it is left to its owner; delete it by hand once the volume is safe to detach", nil
 }
-
-// attachDetachManagers are the field managers of attach/detach controllers: adc's, and
-// kube-controller-manager's (its built-in controller, before adc took over).
-var attachDetachManagers = map[string]bool{volumeattach.FieldManager: true, "kube-controller-manager": true}

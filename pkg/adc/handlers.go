@@ -8,6 +8,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // Every handler turns an event into the names of the nodes whose attachments it may change;
@@ -217,7 +218,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 // onlyListsMore reports whether a Node update changed nothing but its resourceVersion,
 // managedFields and status.volumesAttached, keeping every volume the old one listed.
 func onlyListsMore(old, cur *v1.Node) bool {
-	if !onlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
+	if !volumeattach.OnlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
 		return false
 	}
 	o, n := *old, *cur

@@ -140,30 +140,6 @@ func TestForceDetachBuiltInRule(t *testing.T) {
 	}
 }
 
-func TestVolumesListComparisons(t *testing.T) {
-	a := []v1.AttachedVolume{{Name: "x"}, {Name: "y", DevicePath: "/dev/y"}}
-	for _, tc := range []struct {
-		name       string
-		want, have []v1.AttachedVolume
-		same, adds bool
-	}{
-		{"identical in another order", a, []v1.AttachedVolume{{Name: "y", DevicePath: "/dev/y"}, {Name: "x"}}, true, true},
-		{"one more wanted", a, a[:1], false, true},
-		{"one removed", a[:1], a, false, false},
-		{"device path changed", a, []v1.AttachedVolume{{Name: "x"}, {Name: "y"}}, false, true},
-		{"both empty", nil, nil, true, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := sameVolumes(tc.want, tc.have); got != tc.same {
-				t.Errorf("sameVolumes = %v, want %v", got, tc.same)
-			}
-			if got := onlyAdds(tc.want, tc.have); got != tc.adds {
-				t.Errorf("onlyAdds = %v, want %v", got, tc.adds)
-			}
-		})
-	}
-}
-
 func TestOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -2,17 +2,16 @@ package adc
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // syncNodeStatus brings one node's status.volumesAttached in line with its attachments. It
@@ -40,11 +39,11 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 	if want, err = c.confirmRemovals(ctx, node.Name, want, have); err != nil {
 		return 0, err
 	}
-	if sameVolumes(want, have) {
+	if volumeattach.SameVolumes(want, have) {
 		c.mem.ClearUnlisted(name)
 		return 0, nil
 	}
-	if delay, recheck := c.statusDelay(); delay > 0 && pending > 0 && onlyAdds(want, have) {
+	if delay, recheck := c.statusDelay(); delay > 0 && pending > 0 && volumeattach.OnlyAdds(want, have) {
 		since := c.mem.UnlistedSince(name, now)
 		if wait := delay - now.Sub(since); wait > 0 {
 			logger.V(4).Info("Coalescing node status update", "pendingAttaches", pending, "wait", wait)
@@ -59,7 +58,7 @@ func (c *Controller) syncNodeStatus(ctx context.Context, name string) (retryAfte
 		c.mem.Wrote(name, patched.ResourceVersion, want)
 	}
 	c.mem.ClearUnlisted(name)
-	if c.mem.RemovesDetaching(name, volumeSet(want), have) {
+	if c.mem.RemovesDetaching(name, volumeattach.VolumeSet(want), have) {
 		// A removal that gates a detach is written: the detach can go on now, without waiting
 		// for the Node watch to bring the write back (it may be late; the detach itself reads
 		// the node fresh).
@@ -130,13 +129,13 @@ func (c *Controller) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume,
 // read fresh, is gone or not attached. A VolumeAttachment missing from adc's cache is not
 // proof: the cache may lag (a watch gap, a relist, a slow handler).
 func (c *Controller) confirmRemovals(ctx context.Context, node string, want, have []v1.AttachedVolume) ([]v1.AttachedVolume, error) {
-	unsure := c.mem.UnprovenRemovals(node, volumeSet(want), have)
+	unsure := c.mem.UnprovenRemovals(node, volumeattach.VolumeSet(want), have)
 	if len(unsure) == 0 {
 		return want, nil
 	}
 	logger := klog.FromContext(ctx)
 	for _, v := range unsure {
-		attached, err := c.attachedInAPI(ctx, node, string(v.Name))
+		attached, err := volumeattach.AttachedInAPI(ctx, c.client, node, string(v.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -147,56 +146,6 @@ func (c *Controller) confirmRemovals(ctx context.Context, node string, want, hav
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
 	return want, nil
-}
-
-// attachedInAPI reads from the API server whether the volume with this unique name is
-// attached to node: for a CSI volume, its VolumeAttachment (named from handle, driver and
-// node) exists attached. A volume of no CSI driver cannot be checked there: it counts as
-// attached.
-func (c *Controller) attachedInAPI(ctx context.Context, node, unique string) (bool, error) {
-	driver, handle, ok := migration.ParseCSIUniqueName(unique)
-	if !ok {
-		return true, nil
-	}
-	name := migration.VolumeAttachmentName(handle, driver, node)
-	va, err := c.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading VolumeAttachment %s to confirm volume %s left node %s before removing it from node status: %w", name, unique, node, err)
-	}
-	return va.Status.Attached, nil
-}
-
-func sameVolumes(a, b []v1.AttachedVolume) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := make(map[v1.UniqueVolumeName]string, len(a))
-	for _, v := range a {
-		m[v.Name] = v.DevicePath
-	}
-	for _, v := range b {
-		if p, ok := m[v.Name]; !ok || p != v.DevicePath {
-			return false
-		}
-	}
-	return true
-}
-
-// onlyAdds reports whether want keeps everything have lists.
-func onlyAdds(want, have []v1.AttachedVolume) bool {
-	m := make(map[v1.UniqueVolumeName]bool, len(want))
-	for _, v := range want {
-		m[v.Name] = true
-	}
-	for _, v := range have {
-		if !m[v.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // statusLockStripes is how many locks the nodes' status locks are spread over.
@@ -212,13 +161,4 @@ func (c *Controller) lockNodeStatus(node string) func() {
 	mu := &c.statusLocks[h.Sum32()%statusLockStripes]
 	mu.Lock()
 	return mu.Unlock
-}
-
-// volumeSet is the set of unique names a status list holds.
-func volumeSet(vols []v1.AttachedVolume) map[v1.UniqueVolumeName]bool {
-	set := make(map[v1.UniqueVolumeName]bool, len(vols))
-	for _, v := range vols {
-		set[v.Name] = true
-	}
-	return set
 }

@@ -79,3 +79,27 @@ func (w *ClientAttachmentWriter) Delete(ctx context.Context, name string, uid ty
 	}
 	return fmt.Errorf("deleting VolumeAttachment %s: %w", name, err)
 }
+
+// CreatedByAttachDetachController reads the VolumeAttachment named name fresh, with its
+// managedFields (informer caches keep none), and reports whether an attach/detach controller
+// created it: adc's field manager, or kube-controller-manager's (its built-in controller,
+// before adc took over); not a kubelet's. found is false when it no longer exists.
+func CreatedByAttachDetachController(ctx context.Context, client kubernetes.Interface, name string) (ours, found bool, err error) {
+	va, err := client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	}
+	for _, m := range va.ManagedFields {
+		if m.Operation == metav1.ManagedFieldsOperationUpdate && attachDetachManagers[m.Manager] {
+			return true, true, nil
+		}
+	}
+	return false, true, nil
+}
+
+// attachDetachManagers are the field managers of attach/detach controllers: adc's, and
+// kube-controller-manager's.
+var attachDetachManagers = map[string]bool{FieldManager: true, "kube-controller-manager": true}
