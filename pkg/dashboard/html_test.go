@@ -69,6 +69,7 @@ func TestRenderEscapesHostileValues(t *testing.T) {
 		Problems: []rollout.Problem{{Kind: rollout.ProblemMultiAttach, Node: node, Reason: reason}},
 		Notes:    []rollout.NodeNote{{Node: node, Message: reason}},
 		Nodes:    []rollout.NodeRollout{{Name: node, KubeletVersion: reason, Source: rollout.NodeObjectCSINode}},
+		NodeLoss: []rollout.NodeLossVolume{{Node: node, PV: "pv-1", Rule: "never", Held: true, Reason: reason}},
 	}
 	var pageBuf, nodesBuf bytes.Buffer
 	renderPage(&pageBuf, newPage(report))
@@ -82,6 +83,7 @@ func TestRenderEscapesHostileValues(t *testing.T) {
 		{"held reason in text", pageBuf.String(), reason, `<td class="reason">` + reasonEsc + `</td>`},
 		{"problem reason in text", pageBuf.String(), reason, `<td class="reason">` + reasonEsc + `</td></tr>`},
 		{"note in text", pageBuf.String(), reason, `<span class="note">` + reasonEsc + `</span>`},
+		{"node-loss row: rule and outlook", pageBuf.String(), node, `<td class="nowrap">pv-1</td><td class="nowrap">never</td><td class="nowrap">held by policy</td><td class="reason">` + reasonEsc + `</td>`},
 		{"node view name in attribute", nodesBuf.String(), node, `<tr data-node="` + nodeEsc + `">`},
 		{"node view name in text", nodesBuf.String(), node, `data-field="name">` + nodeEsc + `</td>`},
 		{"kubelet version in text", nodesBuf.String(), reason, `data-field="kubelet">` + reasonEsc + `</td>`},
