@@ -180,3 +180,39 @@ func TestCompileDetachPolicies(t *testing.T) {
 		})
 	}
 }
+
+// No DetachPolicy, whatever it accepts, forces a detach from a Ready node: every combination
+// of evidence, fencing marks, timeouts and node taints and conditions.
+func TestNoPolicyForcesOnAReadyNode(t *testing.T) {
+	kinds := []detachv1alpha1.EvidenceKind{detachv1alpha1.EvidenceOutOfService, detachv1alpha1.EvidenceCloudShutdown,
+		detachv1alpha1.EvidenceFencing, detachv1alpha1.EvidenceGracefulShutdown}
+	taints := []string{v1.TaintNodeOutOfService, CloudShutdownTaint, "fence.example.com/fenced", v1.TaintNodeUnreachable}
+	for mask := 0; mask < 1<<len(kinds); mask++ {
+		for _, timeout := range []string{"", "1s", detachv1alpha1.TimeoutNever} {
+			spec := detachv1alpha1.DetachPolicySpec{Default: true, Timeout: timeout,
+				Fencing: &detachv1alpha1.Fencing{Taints: []string{"fence.example.com/fenced"}, Conditions: []detachv1alpha1.FencingCondition{{Type: "Fenced"}}}}
+			for i, k := range kinds {
+				if mask&(1<<i) != 0 {
+					spec.Evidence = append(spec.Evidence, k)
+				}
+			}
+			rule := CompileDetachPolicies([]*detachv1alpha1.DetachPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: spec}}, time.Second).For(DetachVolume{Driver: "d"})
+			if rule.Policy != "p" {
+				t.Fatalf("policy %+v not compiled: %+v", spec, rule)
+			}
+			for tm := 0; tm < 1<<len(taints); tm++ {
+				var on []string
+				for i, k := range taints {
+					if tm&(1<<i) != 0 {
+						on = append(on, k)
+					}
+				}
+				node := readyNode(on)
+				node.Status.Conditions = append(node.Status.Conditions, v1.NodeCondition{Type: "Fenced", Status: v1.ConditionTrue})
+				if v := rule.Verdict(node, downSince.Add(1000*time.Hour)); v.Force || v.ReleasesPods {
+					t.Errorf("evidence %v, timeout %q, taints %v on a Ready node: %+v", spec.Evidence, timeout, on, v)
+				}
+			}
+		}
+	}
+}
