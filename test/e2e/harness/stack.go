@@ -157,6 +157,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.createCSIDrivers(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.installCRDs(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.applyRBAC(ctx); err != nil {
+		return nil, err
+	}
 	if opts.Cluster != nil {
 		// Before the kubelets, as in a cluster: the node lifecycle controller takes the
 		// not-ready taint off each node as it comes up, and the scheduler sees it.
