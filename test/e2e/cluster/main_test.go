@@ -41,6 +41,9 @@ var groups = []group{
 	{name: "drain", nodes: 2},
 	{name: "gce", nodes: 3, zones: []string{"zone-a", "zone-a", "zone-b"}},
 	{name: "cloud", nodes: 2},
+	// The node-loss scenarios under DetachPolicies (nodeloss_test.go).
+	{name: "shut", nodes: 2},
+	{name: "part", nodes: 2},
 }
 
 // gceTopologyKey is the topology key of the GCE PD CSI driver; csi-translation-lib turns a
