@@ -214,6 +214,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.waitNodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
+	if err := s.waitCSINodes(ctx, started, registerTimeout); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
 	for _, d := range s.drivers {
 		if err := d.proc.Start(); err != nil {
 			return nil, fmt.Errorf("harness: %w", err)
