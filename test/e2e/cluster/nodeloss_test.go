@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +222,38 @@ func checkMetric(ctx context.Context, t *testing.T, c *modeCluster, sample, want
 	}
 }
 
+// detachCount returns adc_detach_after_not_ready_seconds_count{evidence} of the standalone
+// adc (0 when absent), for detachCounted.
+func detachCount(ctx context.Context, t *testing.T, c *modeCluster, evidence migration.Evidence) float64 {
+	t.Helper()
+	v, err := adcMetric(ctx, c, metrics.DetachAfterNotReadyName+`_count{evidence="`+string(evidence)+`"}`)
+	if err != nil {
+		t.Fatalf("adc /metrics: %v", err)
+	}
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("adc /metrics: %s_count{evidence=%q} = %q: %v", metrics.DetachAfterNotReadyName, evidence, v, err)
+	}
+	return n
+}
+
+// detachCounted fails unless the detach-latency histogram counted a detach of that evidence
+// since it counted before (other scenarios on the shared adc may count some too).
+func detachCounted(ctx context.Context, t *testing.T, c *modeCluster, evidence migration.Evidence, before float64) {
+	t.Helper()
+	var n float64
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		n = detachCount(ctx, t, c, evidence)
+		return n > before, nil
+	})
+	if err != nil {
+		t.Errorf("adc /metrics: %s_count{evidence=%q} = %v, want more than %v (the detach counted)", metrics.DetachAfterNotReadyName, evidence, n, before)
+	}
+}
+
 // loneApp deploys a StatefulSet of one replica on group's two nodes and returns it with its
 // pod, whose node the scenario loses (the other node of the group is where it moves).
 func loneApp(ctx context.Context, t *testing.T, c *modeCluster, ns, group string) (*app, lostPod, string) {
@@ -262,10 +295,13 @@ func stockNodeLoss(ctx context.Context, t *testing.T, c *modeCluster, a *app, no
 		return
 	}
 	detach := waitUnpublished(ctx, t, c, a.driver, p.handle, node.killed, cluster.StockMaxWaitForUnmount+2*time.Minute)
+	if detach.Start.Before(forced.Add(cluster.StockMaxWaitForUnmount)) {
+		t.Errorf("stock: ControllerUnpublishVolume of %s %s after the force-delete, before its %s", p.handle, detach.Start.Sub(forced).Round(time.Millisecond), cluster.StockMaxWaitForUnmount)
+	}
 	running := a.waitReplaced(ctx, t, c, p.ordinal, p.uid, podTimeout)
 	checkMoved(t, c, p, running.Node, a.driver)
 	figure(t, c.mode, what+": force-delete -> detached", since(forced, detach.Time))
-	figure(t, c.mode, what+": force-delete -> re-created pod Running", since(forced, running.At))
+	figure(t, c.mode, what+": force-delete -> Running", since(forced, running.At))
 }
 
 // Machine shut down, under a DetachPolicy that trusts the cloud: the policy selects the app's
@@ -286,6 +322,10 @@ func TestClusterNodeLossShutdown(t *testing.T) {
 			waitPolicyValid(ctx, t, c, "shut", metav1.ConditionTrue)
 		}
 		a, p, victim := loneApp(ctx, t, c, ns, "shut")
+		var counted float64
+		if c.mode == cluster.Standalone {
+			counted = detachCount(ctx, t, c, migration.EvidenceCloudShutdown)
+		}
 		node := shutDownMachine(ctx, t, c, victim)
 
 		if !c.mode.RunsADC() {
@@ -293,7 +333,7 @@ func TestClusterNodeLossShutdown(t *testing.T) {
 				t.Errorf("stock: VolumeAttachment %s deleted while its pod existed", p.va)
 			}
 			forced := forceDelete(ctx, t, c, a, p)
-			stockNodeLoss(ctx, t, c, a, node, p, forced, "policy [CloudShutdown]: machine shut down", cluster.DefaultTimings.MaxWaitForUnmount+15*time.Second)
+			stockNodeLoss(ctx, t, c, a, node, p, forced, "policy [CloudShutdown]", cluster.DefaultTimings.MaxWaitForUnmount+15*time.Second)
 			return
 		}
 
@@ -314,7 +354,7 @@ func TestClusterNodeLossShutdown(t *testing.T) {
 			t.Logf("pod %s no longer the lost one when the volume was detached (%v)", a.pod(0), err)
 		}
 		if c.mode == cluster.Standalone {
-			checkMetric(ctx, t, c, metrics.DetachAfterNotReadyName+`_count{evidence="`+string(migration.EvidenceCloudShutdown)+`"}`, "1")
+			detachCounted(ctx, t, c, migration.EvidenceCloudShutdown, counted)
 		}
 		figure(t, c.mode, "policy [CloudShutdown]: shutdown taint -> VA deleted", since(node.shutdownTainted, deleting.At))
 		figure(t, c.mode, "policy [CloudShutdown]: shutdown taint -> detached", since(node.shutdownTainted, detach.Time))
@@ -356,7 +396,7 @@ func TestClusterNodeLossPartition(t *testing.T) {
 		// Held until 10 s past the moment --max-wait-for-unmount would have detached it.
 		holdUntil := node.readyLTT.Add(maxWait + 10*time.Second)
 		if !c.mode.RunsADC() {
-			stockNodeLoss(ctx, t, c, a, node, p, forced, "policy Never: partition", maxWait+15*time.Second)
+			stockNodeLoss(ctx, t, c, a, node, p, forced, "policy Never", maxWait+15*time.Second)
 			return
 		}
 
@@ -417,6 +457,10 @@ func TestClusterNodeLossPartition(t *testing.T) {
 		if left := time.Until(deadline); left < 5*time.Second {
 			t.Fatalf("too late to change the policy: %s left before NotReady + %s (a loaded machine?)", left, timeout)
 		}
+		var counted float64
+		if c.mode == cluster.Standalone {
+			counted = detachCount(ctx, t, c, migration.EvidenceTimeout)
+		}
 		applyPolicy(ctx, t, c, policy("part", ns, timeout.String(), detachv1alpha1.EvidenceCloudShutdown))
 		detach := waitUnpublished(ctx, t, c, a.driver, p.handle, node.killed, time.Until(deadline)+time.Minute)
 		deleting, err := c.rec.Wait(ctx, "VolumeAttachment "+p.va+" deleted by adc", time.Minute, cluster.Is(cluster.VADeleting, "", p.va))
@@ -430,7 +474,7 @@ func TestClusterNodeLossPartition(t *testing.T) {
 			t.Errorf("VolumeAttachment %s deleted %s after NotReady + %s, want within %s", p.va, d.Round(10*time.Millisecond), timeout, detachLate)
 		}
 		if c.mode == cluster.Standalone {
-			checkMetric(ctx, t, c, metrics.DetachAfterNotReadyName+`_count{evidence="`+string(migration.EvidenceTimeout)+`"}`, "1")
+			detachCounted(ctx, t, c, migration.EvidenceTimeout, counted)
 			// Nothing held any more: the gauge lists only policies that hold something.
 			checkMetric(ctx, t, c, metrics.DetachHeldByPolicyName+`{policy="part"}`, "")
 		}
