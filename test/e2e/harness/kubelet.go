@@ -168,9 +168,10 @@ func (s *Stack) waitNodes(ctx context.Context, ks []*Kubelet, timeout time.Durat
 	return nil
 }
 
-// csiNodeGrace is how long after its Node exists a kubelet may take to create its CSINode
-// before waitCSINodes restarts it.
-const csiNodeGrace = 10 * time.Second
+// csiNodeGrace is how long after their Nodes exist n kubelets starting together may take to
+// create their CSINodes before waitCSINodes restarts those that have none: 10 s, and 100 ms
+// more per kubelet (a hundred starting at once on two cores are slower, not stuck).
+func csiNodeGrace(n int) time.Duration { return 10*time.Second + time.Duration(n)*100*time.Millisecond }
 
 // waitCSINodes waits until every kubelet of ks has created its CSINode. A kubelet does so once
 // it has read its own Node (the CSI plugin's InitializeCSINodeWithAnnotation), which is also
@@ -179,7 +180,7 @@ const csiNodeGrace = 10 * time.Second
 // registered just after one of its tries (many kubelets starting at once on two cores) would
 // create the CSINode for a driver started meanwhile with an owner reference without UID, which
 // the API server refuses, and retry the registration with a backoff growing to 2 minutes. A
-// kubelet without a CSINode csiNodeGrace after its Node exists is restarted: its Node exists
+// kubelet without a CSINode csiNodeGrace after the Nodes exist is restarted: its Node exists
 // now, so its first try succeeds.
 func (s *Stack) waitCSINodes(ctx context.Context, ks []*Kubelet, timeout time.Duration) error {
 	missing := func(ctx context.Context) ([]*Kubelet, error) {
@@ -210,11 +211,12 @@ func (s *Stack) waitCSINodes(ctx context.Context, ks []*Kubelet, timeout time.Du
 			return len(m) == 0, nil
 		})
 	}
-	if poll(csiNodeGrace) == nil {
+	grace := csiNodeGrace(len(ks))
+	if poll(grace) == nil {
 		return nil
 	}
 	for _, k := range left {
-		s.logf("kubelet of node %s created no CSINode within %s of its Node (its CSI plugin's initialization backs off): restarting it", k.Name, csiNodeGrace)
+		s.logf("kubelet of node %s created no CSINode within %s of its Node (its CSI plugin's initialization backs off): restarting it", k.Name, grace)
 		if err := k.Kill(); err != nil {
 			return err
 		}

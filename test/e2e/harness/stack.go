@@ -214,7 +214,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.waitNodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if err := s.waitCSINodes(ctx, started, registerTimeout); err != nil {
+	if err := s.waitCSINodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	for _, d := range s.drivers {
