@@ -23,6 +23,17 @@
 //     and the adc binary as a process of its own, as its ServiceAccount under the RBAC
 //     deploy/kubernetes ships.
 //
+// Every cluster has adc's DetachPolicy CRD (deploy/crds) installed before
+// kube-controller-manager starts, in every mode (the stock controller ignores it), and in the
+// kcm-adc mode the seed-API RBAC of deploy/kube-controller-manager (adc inside
+// kube-controller-manager reads policies as the attachdetach-controller ServiceAccount). With no
+// policy object adc applies the built-in rule, so only the node-loss scenarios
+// (nodeloss_test.go), whose policies select their own StorageClasses, see a difference: a
+// machine shut down under a policy accepting the cloud's shutdown taint (detached within 1 s
+// of the taint, the pod still on the node), a partition under timeout Never (held past
+// --max-wait-for-unmount, visibly) and its timeout changed while the node is down (detached at
+// NotReady + the timeout, no restart), and invalid policies (Valid=False and an Event).
+//
 // Volumes come from the real PV controller: each scenario pre-creates PersistentVolumes of a
 // StorageClass of its own (provisioner kubernetes.io/no-provisioner, binding Immediate), and
 // the PV controller binds them to the claims of StatefulSet volumeClaimTemplates. Pods are

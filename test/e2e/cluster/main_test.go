@@ -41,6 +41,12 @@ var groups = []group{
 	{name: "drain", nodes: 2},
 	{name: "gce", nodes: 3, zones: []string{"zone-a", "zone-a", "zone-b"}},
 	{name: "cloud", nodes: 2},
+	// The node-loss scenarios under DetachPolicies (nodeloss_test.go), each in a zone of its
+	// own: the node lifecycle controller taints lost nodes NoExecute through a rate limiter
+	// per zone (--node-eviction-rate, one node per 10 s), so their nodes neither wait behind
+	// the other scenarios' lost nodes (all in the zone "") nor make those wait.
+	{name: "shut", nodes: 2, zones: []string{"zone-shut", "zone-shut"}},
+	{name: "part", nodes: 2, zones: []string{"zone-part", "zone-part"}},
 }
 
 // gceTopologyKey is the topology key of the GCE PD CSI driver; csi-translation-lib turns a

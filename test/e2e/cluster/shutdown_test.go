@@ -131,7 +131,7 @@ func TestClusterNodeShutdownWithoutTaint(t *testing.T) {
 			}
 		}
 		if c.mode == cluster.Stock && os.Getenv(StockFullWaitEnv) != "1" {
-			stockHoldsThenTaint(ctx, t, c, a, node, lost, forced)
+			stockHoldsThenTaint(ctx, t, c, a, node, lost, forced, "shutdown, no taint: force-delete -> detached", cluster.DefaultTimings.MaxWaitForUnmount+15*time.Second)
 			return
 		}
 		for _, p := range lost {
@@ -158,12 +158,11 @@ func TestClusterNodeShutdownWithoutTaint(t *testing.T) {
 }
 
 // stockHoldsThenTaint is the stock mode's scenario without the taint in make test: nothing is
-// detached for adc's max-wait-for-unmount and 15 s more after the force-delete (the stock
-// controller's own six minutes are for make test-cluster), then the operator adds the
-// out-of-service taint and the volume moves.
-func stockHoldsThenTaint(ctx context.Context, t *testing.T, c *modeCluster, a *app, node lostNode, lost []lostPod, forced time.Time) {
+// detached for window after the force-delete (longer than adc's max-wait-for-unmount; the
+// stock controller's own six minutes are for make test-cluster), recorded as figure what,
+// then the operator adds the out-of-service taint and the volume moves.
+func stockHoldsThenTaint(ctx context.Context, t *testing.T, c *modeCluster, a *app, node lostNode, lost []lostPod, forced time.Time, what string, window time.Duration) {
 	t.Helper()
-	window := cluster.DefaultTimings.MaxWaitForUnmount + 15*time.Second
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Until(forced.Add(window)), true, func(context.Context) (bool, error) {
 		for _, p := range lost {
 			if calls := unpublishes(t, c, a.driver, p.handle, node.killed); len(calls) > 0 {
@@ -176,7 +175,7 @@ func stockHoldsThenTaint(ctx context.Context, t *testing.T, c *modeCluster, a *a
 	if !wait.Interrupted(err) {
 		t.Fatalf("stock attach/detach controller: %v", err)
 	}
-	figure(t, c.mode, "shutdown, no taint: force-delete -> detached", fmt.Sprintf("> %s (%s=1: 6 min)", window, StockFullWaitEnv))
+	figure(t, c.mode, what, fmt.Sprintf("> %s (%s=1: 6 min)", window.Round(time.Second), StockFullWaitEnv))
 	tainted := time.Now()
 	if err := taintNode(ctx, c, node.name, outOfServiceTaint); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -142,7 +143,15 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 			Scheduler:             o.Assets.Scheduler,
 			SchedulerArgs:         schedArgs,
 		},
-		Log: o.Log,
+		// adc's DetachPolicy CRD in every mode (the stock controller ignores it), installed
+		// before kube-controller-manager starts, as deploy/crds would be; inside
+		// kube-controller-manager adc reads it as the attachdetach-controller ServiceAccount
+		// (--use-service-account-credentials), which the shipped seed-API RBAC lets do so.
+		CRDs: []string{DetachPolicyCRD()},
+		Log:  o.Log,
+	}
+	if o.Mode == KCMADC {
+		h.RBAC = []string{filepath.Join(sourceRoot(), "deploy", "kube-controller-manager", "seed-api-rbac.yaml")}
 	}
 	if o.Mode == Standalone {
 		if o.ADCBinary == "" {
@@ -155,6 +164,12 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 		h.NoADC = true
 	}
 	return h, nil
+}
+
+// DetachPolicyCRD returns the path of adc's DetachPolicy CRD manifest (deploy/crds), which
+// every cluster has installed.
+func DetachPolicyCRD() string {
+	return filepath.Join(sourceRoot(), "deploy", "crds", "adc.migration-aware.io_detachpolicies.yaml")
 }
 
 // Cluster is a started cluster: the harness's stack and its cloud.

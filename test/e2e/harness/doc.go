@@ -26,7 +26,9 @@
 // kubelets' status period (default 1 s), a restartable kube-apiserver
 // (ControlPlane().RestartAPIServer), and ShippedRBAC: adc as the ServiceAccount of
 // deploy/kubernetes under exactly its RBAC, with an audit log to check what was refused to
-// ADCUser() (ControlPlane().NotReady says when a restarted server was not ready yet). ADC(), Kubelet(name).Process(), Driver(name).Process()
+// ADCUser() (ControlPlane().NotReady says when a restarted server was not ready yet), and
+// CRDs and RBAC manifests created before kube-controller-manager and adc start (e.g.
+// deploy/crds' DetachPolicy). ADC(), Kubelet(name).Process(), Driver(name).Process()
 // and Driver(name).Attacher() are Processes a test can Stop (SIGTERM), Kill (SIGKILL) and
 // Start again with the same flags (SetArgs changes them). A kubelet's root dir survives its
 // restarts, as /var/lib/kubelet does, so the drivers' sockets in it stay and the restarted

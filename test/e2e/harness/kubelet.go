@@ -168,6 +168,72 @@ func (s *Stack) waitNodes(ctx context.Context, ks []*Kubelet, timeout time.Durat
 	return nil
 }
 
+// csiNodeGrace is how long after their Nodes exist n kubelets starting together may take to
+// create their CSINodes before waitCSINodes restarts those that have none: 10 s, and 100 ms
+// more per kubelet (a hundred starting at once on two cores are slower, not stuck).
+func csiNodeGrace(n int) time.Duration { return 10*time.Second + time.Duration(n)*100*time.Millisecond }
+
+// waitCSINodes waits until every kubelet of ks has created its CSINode. A kubelet does so once
+// it has read its own Node (the CSI plugin's InitializeCSINodeWithAnnotation), which is also
+// how it learns the Node's UID, the owner reference of the CSINode a driver registration
+// creates. It tries on a backoff that grows to 19 s and then 117 s: a kubelet whose Node was
+// registered just after one of its tries (many kubelets starting at once on two cores) would
+// create the CSINode for a driver started meanwhile with an owner reference without UID, which
+// the API server refuses, and retry the registration with a backoff growing to 2 minutes. A
+// kubelet without a CSINode csiNodeGrace after the Nodes exist is restarted: its Node exists
+// now, so its first try succeeds.
+func (s *Stack) waitCSINodes(ctx context.Context, ks []*Kubelet, timeout time.Duration) error {
+	missing := func(ctx context.Context) ([]*Kubelet, error) {
+		list, err := s.Client.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		have := map[string]bool{}
+		for _, n := range list.Items {
+			have[n.Name] = true
+		}
+		var out []*Kubelet
+		for _, k := range ks {
+			if !have[k.Name] {
+				out = append(out, k)
+			}
+		}
+		return out, nil
+	}
+	var left []*Kubelet
+	poll := func(d time.Duration) error {
+		return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+			m, err := missing(ctx)
+			if err != nil {
+				return false, nil
+			}
+			left = m
+			return len(m) == 0, nil
+		})
+	}
+	grace := csiNodeGrace(len(ks))
+	if poll(grace) == nil {
+		return nil
+	}
+	for _, k := range left {
+		s.logf("kubelet of node %s created no CSINode within %s of its Node (its CSI plugin's initialization backs off): restarting it", k.Name, grace)
+		if err := k.Kill(); err != nil {
+			return err
+		}
+		if err := k.Start(); err != nil {
+			return err
+		}
+	}
+	if err := poll(timeout); err != nil {
+		var names []string
+		for _, k := range left {
+			names = append(names, k.Name)
+		}
+		return fmt.Errorf("no CSINode of nodes %v within %s of a restart of their kubelets: %w", names, timeout, err)
+	}
+	return nil
+}
+
 // registered says whether node is Ready with a heartbeat newer than since and csiNode lists
 // every driver of the stack, and otherwise what is missing.
 func (s *Stack) registered(node *v1.Node, csiNode *storagev1.CSINode, since time.Time) (bool, string) {

@@ -49,6 +49,13 @@ type Options struct {
 	// (ControlPlane().AuditLogPath), so that a suite can fail on any request refused to
 	// ADCUser(). Without it adc runs as the admin.
 	ShippedRBAC bool
+	// CRDs are CustomResourceDefinition manifests (files) the stack creates, and waits for
+	// until they are Established, before kube-controller-manager and adc start, as an
+	// operator installs deploy/crds first (adc looks for its optional CRDs at start).
+	CRDs []string
+	// RBAC are RBAC manifests (files of the kinds ShippedRBAC applies) the stack creates before
+	// kube-controller-manager starts, e.g. deploy/kube-controller-manager/seed-api-rbac.yaml.
+	RBAC []string
 	// AttacherArgs are added to every csi-attacher's flags.
 	AttacherArgs []string
 	// RestartableAPIServer lets the test restart the kube-apiserver (ControlPlane().RestartAPIServer).

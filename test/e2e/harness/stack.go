@@ -157,6 +157,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := s.createCSIDrivers(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.installCRDs(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.applyRBAC(ctx); err != nil {
+		return nil, err
+	}
 	if opts.Cluster != nil {
 		// Before the kubelets, as in a cluster: the node lifecycle controller takes the
 		// not-ready taint off each node as it comes up, and the scheduler sees it.
@@ -206,6 +212,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	// fails to register the driver and retries with a backoff that grows to two minutes,
 	// which many kubelets starting at once on two cores run into.
 	if err := s.waitNodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if err := s.waitCSINodes(ctx, started, registerTimeout+time.Duration(len(started))*time.Second); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	for _, d := range s.drivers {

@@ -120,6 +120,7 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Fprintf(o.out, "  %d hollow kubelets (%s), the mock CSI driver %s and %s (zonal), a csi-attacher each\n", o.nodes, strings.Join(co.Nodes, ", "), harness.DefaultDriver, harness.GCEPDDriver)
 	fmt.Fprintf(o.out, "  the cloud node lifecycle controller (k8s.io/cloud-provider) in this process, with a test cloud in which every machine runs\n")
 	fmt.Fprintf(o.out, "  default StorageClass \"mock\": %d pre-created PVs the PV controller binds to claims\n", o.pvs)
+	fmt.Fprintf(o.out, "  adc's DetachPolicy CRD (deploy/crds; kubectl get detachpolicies), no policy: the built-in detach rule\n")
 	fmt.Fprintf(o.out, "  logs in %s\n", filepath.Join(s.Dir, "logs"))
 	fmt.Fprintf(o.out, "\n%s\n", b)
 	fmt.Fprintf(o.out, "export KUBECONFIG=%s\n", kubeconfig)
