@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -72,10 +73,14 @@ func TestLateKubeletHoldsThenAttaches(t *testing.T) {
 		Drivers:          []harness.DriverOptions{{Name: harness.GCEPDDriver}},
 	})
 
-	// The Node as its earlier registration left it: managed by the attach/detach controller.
+	// The Node as its earlier registration left it: managed by the attach/detach controller,
+	// with the capacity its kubelet reported then. (A bare Node has a pod capacity of 0, and
+	// a kubelet whose first status update is slow, on a loaded machine, would admit the pod
+	// against it and fail it: "Node didn't have enough resource: pods".)
+	capacity := v1.ResourceList{v1.ResourcePods: resource.MustParse("110"), v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
 	if _, err := s.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: node, Annotations: map[string]string{adc.ManagedAnnotation: "true"},
-	}}, metav1.CreateOptions{}); err != nil {
+	}, Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ns := lifecycleNamespace(t, s, "s3-late-kubelet")
