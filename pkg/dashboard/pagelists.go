@@ -3,6 +3,7 @@ package dashboard
 import (
 	"time"
 
+	"github.com/migration-aware/adc/pkg/plan"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
@@ -235,7 +236,7 @@ func writeNodeLoss(w htmlWriter, p page) {
 		w.raw("\">\n          <td class=\"nowrap\">")
 		w.text(n.Node)
 		w.raw(`</td><td class="nowrap">`)
-		w.text(nodeLossVolume(n))
+		w.text(n.Name())
 		w.raw(`</td><td class="nowrap">`)
 		w.text(n.Rule)
 		w.raw(`</td><td class="nowrap">`)
@@ -251,25 +252,10 @@ func writeNodeLoss(w htmlWriter, p page) {
 	w.raw("\n  </section>")
 }
 
-func nodeLossVolume(n rollout.NodeLossVolume) string {
-	switch {
-	case n.Pod != "":
-		return n.Pod + " " + n.Volume
-	case n.PV != "":
-		return n.PV
-	}
-	return n.UniqueName
-}
-
-// nodeLossDetach says when the rule detaches the volume.
+// nodeLossDetach says when the rule detaches the volume: plan's words, with a relative time.
 func nodeLossDetach(n rollout.NodeLossVolume, now time.Time) string {
-	switch {
-	case n.DetachNow:
-		return "now (" + string(n.Evidence) + ")"
-	case n.Held:
-		return "held by policy"
-	case n.DetachAt != nil:
+	if n.DetachAt != nil && !n.DetachNow && !n.Held {
 		return due(n.DetachAt, now)
 	}
-	return "when unmounted"
+	return plan.NodeLossOutlook(n)
 }

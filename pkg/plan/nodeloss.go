@@ -33,6 +33,18 @@ type NodeLossVolume struct {
 	Reason string `json:"reason"`
 }
 
+// Name names the row's volume: the pod's volume, else the PV, else the name node status
+// lists.
+func (n NodeLossVolume) Name() string {
+	switch {
+	case n.Pod != "":
+		return n.Pod + " " + n.Volume
+	case n.PV != "":
+		return n.PV
+	}
+	return n.UniqueName
+}
+
 // NodeLossOf turns a rule's verdict into a row.
 func NodeLossOf(v *migration.DetachVerdict) NodeLossVolume {
 	n := NodeLossVolume{Rule: v.Rule, DetachNow: v.Force, Held: v.Held, Reason: v.Reason}

@@ -80,7 +80,7 @@ func RenderText(w io.Writer, r Report) error {
 	if len(r.NodeLoss) > 0 {
 		fmt.Fprintf(&b, "Volumes of nodes not Ready: %d\n", len(r.NodeLoss))
 		for _, n := range r.NodeLoss {
-			fmt.Fprintf(&b, "  %s %s: %s (rule %s): %s\n", flat(n.Node), flat(nodeLossVolumeName(n)), plan.NodeLossOutlook(n), flat(n.Rule), flat(n.Reason))
+			fmt.Fprintf(&b, "  %s %s: %s (rule %s): %s\n", flat(n.Node), flat(n.Name()), plan.NodeLossOutlook(n), flat(n.Rule), flat(n.Reason))
 		}
 	}
 	if r.Source == SourceController {
@@ -137,16 +137,4 @@ func flat(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// nodeLossVolumeName names a node-loss row's volume: the pod's volume, else the PV, else the
-// name node status lists.
-func nodeLossVolumeName(n NodeLossVolume) string {
-	switch {
-	case n.Pod != "":
-		return n.Pod + " " + n.Volume
-	case n.PV != "":
-		return "pv/" + n.PV
-	}
-	return n.UniqueName
 }

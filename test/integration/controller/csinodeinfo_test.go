@@ -27,18 +27,23 @@ import (
 // apiextensions clientset needed).
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// csiNodeInfoCRD reads the CRD manifest shipped in deploy/crds.
-func csiNodeInfoCRD(t *testing.T) *unstructured.Unstructured {
+// shippedCRD reads a CRD manifest shipped in deploy/crds.
+func shippedCRD(t *testing.T, file string) *unstructured.Unstructured {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "crds", "csi.storage.k8s.io_csinodeinfos.yaml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "crds", file))
 	if err != nil {
-		t.Fatalf("reading the CSINodeInfo CRD manifest: %v", err)
+		t.Fatalf("reading the CRD manifest %s: %v", file, err)
 	}
 	crd := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
-		t.Fatalf("parsing the CSINodeInfo CRD manifest: %v", err)
+		t.Fatalf("parsing the CRD manifest %s: %v", file, err)
 	}
 	return crd
+}
+
+// csiNodeInfoCRD reads the CSINodeInfo CRD manifest.
+func csiNodeInfoCRD(t *testing.T) *unstructured.Unstructured {
+	return shippedCRD(t, "csi.storage.k8s.io_csinodeinfos.yaml")
 }
 
 // installCRD creates the CRD and waits until it is Established.

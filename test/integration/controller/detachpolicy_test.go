@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/migration-aware/adc/pkg/adc"
 	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
@@ -23,16 +20,7 @@ import (
 
 // detachPolicyCRD reads the DetachPolicy CRD manifest shipped in deploy/crds.
 func detachPolicyCRD(t *testing.T) *unstructured.Unstructured {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "crds", "adc.migration-aware.io_detachpolicies.yaml"))
-	if err != nil {
-		t.Fatalf("reading the DetachPolicy CRD manifest: %v", err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
-		t.Fatalf("parsing the DetachPolicy CRD manifest: %v", err)
-	}
-	return crd
+	return shippedCRD(t, "adc.migration-aware.io_detachpolicies.yaml")
 }
 
 // applyPolicy creates or replaces a DetachPolicy, as `kubectl apply` would.

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/migration-aware/adc/pkg/adc"
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
@@ -27,16 +24,7 @@ import (
 
 // seedCSIDriverCRD reads the seed CSIDriver CRD manifest shipped in deploy/crds.
 func seedCSIDriverCRD(t *testing.T) *unstructured.Unstructured {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "crds", "csi.storage.k8s.io_csidrivers.yaml"))
-	if err != nil {
-		t.Fatalf("reading the seed CSIDriver CRD manifest: %v", err)
-	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
-		t.Fatalf("parsing the seed CSIDriver CRD manifest: %v", err)
-	}
-	return crd
+	return shippedCRD(t, "csi.storage.k8s.io_csidrivers.yaml")
 }
 
 // createSeedCSIDriver creates a csi.storage.k8s.io/v1alpha1 CSIDriver, as an installer of
