@@ -240,19 +240,6 @@ func (b *builder) detach(nodeName string, node *v1.Node, a *Attachment, rule *mi
 	return d
 }
 
-// notReadySince returns when the node's Ready condition stopped being True.
-func notReadySince(node *v1.Node) (time.Time, bool) {
-	for _, c := range node.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			if c.Status == v1.ConditionTrue {
-				return time.Time{}, false
-			}
-			return c.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
-}
-
 // pvAttachments are the PersistentVolume's attachments on every node, for a pv target.
 func (b *builder) pvAttachments(pv *v1.PersistentVolume) []Attachment {
 	// The volume's names do not depend on the node but its VolumeAttachment's does: decide
