@@ -5,12 +5,13 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the two queues (nodes, node status) and their workers
+//	controller.go, options.go   New, Run, the three queues (nodes, node status, creates) and their workers
 //	handlers.go, indexers.go    informer event handlers: what change re-decides which node
 //	reconcile.go                syncNode: desired pairs against actual attachments, per node
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
 //	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
-//	creates.go, detach.go       the attach and detach halves of a reconcile; detach of deleted nodes
+//	creates.go                  the create queue: the VolumeAttachment creates reconciles decided
+//	detach.go                   the detach half of a reconcile; detach of deleted nodes
 //	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
 //	expectations.go             the checker that ends create expectations the informer never will
 //	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
@@ -86,8 +87,17 @@ type Controller struct {
 	status      volumeattach.StatusWriter
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	// attachBatches admits the nodes that may send VolumeAttachment creates now.
-	attachBatches chan struct{}
+	// createQueue carries the names of the VolumeAttachments node reconciles decided to
+	// create, in the order decided; createJobs holds each queued create and createsInFlight
+	// each one sent and not yet answered (true: a reconcile waits for its answer), both under
+	// createsMu. Its workers (Options.CreatesInFlight) send them, so creates are not limited
+	// by how many nodes reconcile at once. createRetries is the backoff of failed creates,
+	// per name.
+	createQueue     workqueue.TypedInterface[string]
+	createsMu       sync.Mutex
+	createJobs      map[string]createJob
+	createsInFlight map[string]bool
+	createRetries   workqueue.TypedRateLimiter[string]
 
 	lookups cached.Lookups
 
@@ -125,7 +135,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		recorder:      opts.Recorder,
 		pending:       report.NewPending(),
 		claimUsers:    cached.NewClaimUsers(),
-		attachBatches: make(chan struct{}, opts.AttachBatches),
+		createJobs:      map[string]createJob{},
+		createsInFlight: map[string]bool{},
+		createRetries: workqueue.DefaultTypedControllerRateLimiter[string](),
 		ops:           report.NewRecent[Operation](recentOperationsSize),
 		flips:         report.NewFlips(),
 		pairs:         report.NewPairs(),
@@ -146,6 +158,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
+	c.createQueue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: createQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -207,6 +220,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
+	defer c.createQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -216,7 +230,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if workers < 1 {
 		workers = 1
 	}
-	logger.Info("Starting attach/detach controller", "workers", workers, "migration", c.opts.Migration.String())
+	logger.Info("Starting attach/detach controller", "workers", workers, "createsInFlight", c.opts.CreatesInFlight, "migration", c.opts.Migration.String())
 	defer logger.Info("Shutting down attach/detach controller")
 
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
@@ -247,10 +261,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runStatusWorker, 0) }()
 	}
+	for i := 0; i < c.opts.CreatesInFlight; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runCreateWorker, 0) }()
+	}
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
+	c.createQueue.ShutDown()
 	wg.Wait()
+	c.dropQueuedCreates()
 }
 
 // HasSynced reports whether the caches have synced and workers started; hosts use it for

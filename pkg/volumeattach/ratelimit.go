@@ -2,6 +2,7 @@ package volumeattach
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -64,6 +65,22 @@ func (p *PriorityLimiter) Saturated() (bool, time.Duration) {
 	}
 	return true, time.Duration((1 - tokens) / float64(p.qps) * float64(time.Second))
 }
+
+// CreatesInFlight is how many VolumeAttachment creates a controller keeps in flight to
+// spend this budget on creates: qps times an API server's time per create under load
+// (createLatency), at least minCreatesInFlight, at most maxCreatesInFlight. More would only
+// queue in the API server (or behind the limiter) and hold memory; fewer would leave the
+// budget unspent whenever a create takes longer than the limiter's interval.
+func (p *PriorityLimiter) CreatesInFlight() int {
+	n := int(math.Ceil(float64(p.qps) * createLatency.Seconds()))
+	return min(max(n, minCreatesInFlight), maxCreatesInFlight)
+}
+
+const (
+	createLatency      = 100 * time.Millisecond
+	minCreatesInFlight = 4
+	maxCreatesInFlight = 64
+)
 
 func (d door) TryAccept() bool { return d.p.limiter.Allow() }
 
