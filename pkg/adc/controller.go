@@ -128,19 +128,19 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c := &Controller{
-		client:        client,
-		opts:          opts,
-		attachments:   opts.Attachments,
-		status:        opts.NodeStatus,
-		recorder:      opts.Recorder,
-		pending:       report.NewPending(),
-		claimUsers:    cached.NewClaimUsers(),
+		client:          client,
+		opts:            opts,
+		attachments:     opts.Attachments,
+		status:          opts.NodeStatus,
+		recorder:        opts.Recorder,
+		pending:         report.NewPending(),
+		claimUsers:      cached.NewClaimUsers(),
 		createJobs:      map[string]createJob{},
 		createsInFlight: map[string]bool{},
-		createRetries: workqueue.DefaultTypedControllerRateLimiter[string](),
-		ops:           report.NewRecent[Operation](recentOperationsSize),
-		flips:         report.NewFlips(),
-		pairs:         report.NewPairs(),
+		createRetries:   workqueue.DefaultTypedControllerRateLimiter[string](),
+		ops:             report.NewRecent[Operation](recentOperationsSize),
+		flips:           report.NewFlips(),
+		pairs:           report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}

@@ -64,7 +64,7 @@ type harness struct {
 	// reconcile that queued it had read (startCreates hands them to create threads).
 	creates []queuedCreate
 	timers  []timer
-	created                map[string]bool
+	created map[string]bool
 
 	// ev is what the current step showed the controller, for the expectation invariant.
 	ev moveEvidence

@@ -141,3 +141,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(d)))) - 1
 	return d[max(0, min(i, len(d)-1))]
 }
+
+// lastCreated is when the last VolumeAttachment seen was first seen.
+func (w *watcher) lastCreated() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, t := range w.created {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
