@@ -249,6 +249,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	c.started.Store(true)
 	c.enqueueAllNodes()
+	// Ready from here on (HasSynced); benchmarks time a start or a failover by this line.
+	logger.Info("Caches synced; reconciling every node", "nodes", c.nodeQueue.Len())
 
 	var wg sync.WaitGroup
 	wg.Add(1)

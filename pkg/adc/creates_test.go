@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // A node reconcile decides its creates and queues them; it does not wait for them. The
@@ -132,5 +134,31 @@ func TestRefusedCreateFreesItsReservation(t *testing.T) {
 	f.syncNode("n2")
 	if got := len(f.att.createdOn("n2")); got != 1 {
 		t.Fatalf("n2 creates = %d after n1's create was refused, want 1", got)
+	}
+}
+
+// The creates kept in flight are sized by the client budget adc is given (the shipped
+// binaries pass their --kube-api-qps budget), not by the node workers; a host may set them.
+func TestCreatesInFlightSizedByTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want int
+	}{
+		{name: "no budget: the default", opts: Options{}, want: DefaultCreatesInFlight},
+		{name: "the binaries' defaults (20/30)", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(20, 30)}, want: 4},
+		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 64},
+		{name: "set by the host", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000), CreatesInFlight: 8}, want: 8},
+		{name: "from DefaultOptions, as the binaries build them", opts: func() Options {
+			o := DefaultOptions()
+			o.APIBudget = volumeattach.NewPriorityLimiter(1000, 2000)
+			return o
+		}(), want: 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opts.withDefaults().CreatesInFlight; got != tc.want {
+				t.Errorf("CreatesInFlight = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

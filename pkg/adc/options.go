@@ -98,7 +98,7 @@ func DefaultOptions() Options {
 	return Options{
 		Migration:         migration.DefaultConfig(),
 		MaxWaitForUnmount: 6 * time.Minute,
-		CreatesInFlight:   DefaultCreatesInFlight,
+		// CreatesInFlight stays zero: New sizes it from the API budget it is given.
 		Backoff: BackoffOptions{
 			InitialInterval:     500 * time.Millisecond,
 			Multiplier:          2,
@@ -128,7 +128,7 @@ func (o Options) withDefaults() Options {
 		o.MaxWaitForUnmount = d.MaxWaitForUnmount
 	}
 	if o.CreatesInFlight == 0 {
-		o.CreatesInFlight = d.CreatesInFlight
+		o.CreatesInFlight = DefaultCreatesInFlight
 		if s, ok := o.APIBudget.(createsSizer); ok {
 			o.CreatesInFlight = s.CreatesInFlight()
 		}
@@ -165,8 +165,8 @@ func (o Options) Validate() error {
 	if o.MaxWaitForUnmount < 0 {
 		return fmt.Errorf("max-wait-for-unmount must not be negative, got %s", o.MaxWaitForUnmount)
 	}
-	if o.CreatesInFlight < 1 {
-		return fmt.Errorf("creates in flight must be at least 1, got %d", o.CreatesInFlight)
+	if o.CreatesInFlight < 0 {
+		return fmt.Errorf("creates in flight must not be negative, got %d", o.CreatesInFlight)
 	}
 	if o.Backoff.Multiplier < 1 {
 		return fmt.Errorf("backoff multiplier must be at least 1, got %v", o.Backoff.Multiplier)

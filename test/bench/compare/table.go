@@ -84,6 +84,9 @@ var measures = []measure{
 	{"efficiency, all listed (ideal / measured)", calibrated(func(r *scenario.Result) (float64, bool) {
 		return scenario.Efficiency(r.IdealAllListed(), r.AllListed)
 	}), fmtEfficiency, true},
+	{"efficiency, all listed vs the attacher's bound", calibrated(func(r *scenario.Result) (float64, bool) {
+		return scenario.Efficiency(r.AttacherBound(), r.AllListed)
+	}), fmtEfficiency, true},
 	{"efficiency, p50 (ideal / measured)", calibrated(func(r *scenario.Result) (float64, bool) {
 		return scenario.Efficiency(r.IdealP50(), r.ListedP50)
 	}), fmtEfficiency, true},

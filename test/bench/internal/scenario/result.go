@@ -69,6 +69,16 @@ func (r *Result) WritesNeeded() int { return r.Volumes + r.Nodes }
 // be listed on this control plane. Zero without a calibration.
 func (r *Result) IdealAllListed() time.Duration { return r.Calibration.IdealFor(r.WritesNeeded()) }
 
+// AttacherBound is the soonest every volume can be listed when, as in the calibration, the
+// simulated external-attacher (not the write rate) is the slower: every VolumeAttachment
+// attached, at the latest of the two.
+func (r *Result) AttacherBound() time.Duration {
+	if r.Calibration == nil {
+		return 0
+	}
+	return max(r.IdealAllListed(), r.Calibration.AllAttached)
+}
+
 // IdealP50 is the soonest half the volumes can be listed: half the writes, nodes finished
 // one after another.
 func (r *Result) IdealP50() time.Duration { return r.IdealAllListed() / 2 }

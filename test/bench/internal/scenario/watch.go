@@ -154,3 +154,19 @@ func (w *watcher) lastCreated() time.Time {
 	}
 	return last
 }
+
+// createdAt is when the VolumeAttachment name was first seen.
+func (w *watcher) createdAt(name string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.created[name]
+	return t, ok
+}
+
+// listedAt is when the volume unique was first listed in a Node's status.
+func (w *watcher) listedAt(unique string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.listed[unique]
+	return t, ok
+}
