@@ -147,13 +147,13 @@ func TestCreatesInFlightSizedByTheBudget(t *testing.T) {
 	}{
 		{name: "no budget: the default", opts: Options{}, want: DefaultCreatesInFlight},
 		{name: "the binaries' defaults (20/30)", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(20, 30)}, want: 4},
-		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 64},
+		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 32},
 		{name: "set by the host", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000), CreatesInFlight: 8}, want: 8},
 		{name: "from DefaultOptions, as the binaries build them", opts: func() Options {
 			o := DefaultOptions()
 			o.APIBudget = volumeattach.NewPriorityLimiter(1000, 2000)
 			return o
-		}(), want: 64},
+		}(), want: 32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.opts.withDefaults().CreatesInFlight; got != tc.want {

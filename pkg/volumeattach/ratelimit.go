@@ -68,9 +68,11 @@ func (p *PriorityLimiter) Saturated() (bool, time.Duration) {
 
 // CreatesInFlight is how many VolumeAttachment creates a controller keeps in flight to
 // spend this budget on creates: qps times an API server's time per create under load
-// (createLatency), at least minCreatesInFlight, at most maxCreatesInFlight. More would only
-// queue in the API server (or behind the limiter) and hold memory; fewer would leave the
-// budget unspent whenever a create takes longer than the limiter's interval.
+// (createLatency), at least minCreatesInFlight, at most maxCreatesInFlight. Fewer would leave
+// the budget unspent whenever a create takes longer than the limiter's interval. More only
+// queue in the API server: at 1000 x 10 on two shared cores (docs/performance.md, issue
+// #28) 64 in flight made every VolumeAttachment exist no sooner than 32 did, and node status
+// patches, which wait in the same server, listed attached volumes 4-10 times later.
 func (p *PriorityLimiter) CreatesInFlight() int {
 	n := int(math.Ceil(float64(p.qps) * createLatency.Seconds()))
 	return min(max(n, minCreatesInFlight), maxCreatesInFlight)
@@ -79,7 +81,7 @@ func (p *PriorityLimiter) CreatesInFlight() int {
 const (
 	createLatency      = 100 * time.Millisecond
 	minCreatesInFlight = 4
-	maxCreatesInFlight = 64
+	maxCreatesInFlight = 32
 )
 
 func (d door) TryAccept() bool { return d.p.limiter.Allow() }

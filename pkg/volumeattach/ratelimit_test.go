@@ -123,6 +123,7 @@ func TestCreatesInFlightFollowsTheBudget(t *testing.T) {
 		{qps: 5, burst: 10, want: minCreatesInFlight},
 		{qps: 20, burst: 30, want: minCreatesInFlight},
 		{qps: 200, burst: 400, want: 20},
+		{qps: 300, burst: 600, want: 30},
 		{qps: 1000, burst: 2000, want: maxCreatesInFlight},
 	} {
 		if got := NewPriorityLimiter(tc.qps, tc.burst).CreatesInFlight(); got != tc.want {
