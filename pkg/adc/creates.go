@@ -18,7 +18,7 @@ const createQueueName = "adc_create"
 type createJob struct {
 	va        *storagev1.VolumeAttachment
 	sourceKey string
-	// pod, volume and driver are for the log line of the create.
+	// pod and volume are for the log line of the create.
 	pod    klog.ObjectRef
 	volume string
 }
