@@ -30,6 +30,8 @@ type Calibration struct {
 	AllCreated, AllAttached time.Duration
 	// Rate is Creates / AllCreated: writes per second this control plane sustains.
 	Rate float64
+	// Load is the machine's 1-minute load average when the burst ended.
+	Load float64
 }
 
 // IdealFor is how long writes take at the calibrated rate.
@@ -111,7 +113,8 @@ func Calibrate(ctx context.Context, c Config) (*Calibration, error) {
 	}
 	k.AllAttached = time.Since(start)
 	k.Rate = float64(n) / k.AllCreated.Seconds()
-	fmt.Fprintf(c.Progress, "  calibrated: %d creates in %.2fs (%.0f writes/s), all attached after %.2fs\n",
-		n, k.AllCreated.Seconds(), k.Rate, k.AllAttached.Seconds())
+	k.Load = loadAverage()
+	fmt.Fprintf(c.Progress, "  calibrated: %d creates in %.2fs (%.0f writes/s), all attached after %.2fs; load average %.1f\n",
+		n, k.AllCreated.Seconds(), k.Rate, k.AllAttached.Seconds(), k.Load)
 	return k, nil
 }

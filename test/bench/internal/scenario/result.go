@@ -56,6 +56,10 @@ type Result struct {
 	// AllDetached: from the start of the pods' deletion until every VolumeAttachment is gone.
 	AllDetached time.Duration
 
+	// LoadStart and LoadConverged are the machine's 1-minute load average when the controller
+	// started and when it converged: the runs share two cores with whatever else runs.
+	LoadStart, LoadConverged float64
+
 	// Calibration is the write rate of the scenario's control plane, measured in the same
 	// benchmark run (Calibrate); nil when not calibrated.
 	Calibration *Calibration `json:",omitempty"`

@@ -53,6 +53,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	res.Log = filepath.Join(logDir, sanitize(fmt.Sprintf("%s-%s-%s.log", c.Controller, c.Name(), time.Now().Format("150405"))))
 	var proc *process
+	res.LoadStart = loadAverage()
 	start := time.Now()
 	if c.Controller == ADCInProcess {
 		cfg := user.Config()
@@ -89,6 +90,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, fmt.Errorf("%s on %s: attach phase: %w", c.Controller, c.Name(), err)
 	}
 	converged := time.Now()
+	res.LoadConverged = loadAverage()
 	w.attachResult(res, start)
 	var atConverge procstat.Sample
 	if proc != nil {
@@ -222,4 +224,17 @@ func sanitize(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// loadAverage is the machine's 1-minute load average (/proc/loadavg), 0 if unreadable.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(data), &l); err != nil {
+		return 0
+	}
+	return l
 }
