@@ -9,6 +9,8 @@
 # make cluster-assets   build kube-scheduler and the stock kube-controller-manager v1.36.3 (cached)
 # make test-cluster     the TestCluster scenarios alone, the stock controller's 6 minutes in full
 # make bench-cluster    pod startup with volumes on the whole cluster, the three modes side by side
+# make bench-failover   SIGKILL adc's leader on a converged cluster (BENCH_NODES x BENCH_PODS),
+#                       the standby's takeover next to kube-controller-manager's start
 # make cluster [MODE=kcm-adc|stock|standalone] [NODES=3]
 #                       a whole cluster on this machine (scheduler, kube-controller-manager with
 #                       all its controllers, hollow kubelets, CSI driver); prints its kubeconfig,
@@ -188,7 +190,7 @@ clean:
 BENCH_SEED_CACHE ?= $(CURDIR)/bin/bench-seed
 KCM_BIN := $(ENVTEST_DIR)/kube-controller-manager
 BENCH_FLAGS = -seed-cache "$(BENCH_SEED_CACHE)" -log-dir $(CURDIR)/bin/bench-logs -adc bin/adc -kcm $(KCM_BIN) $(if $(ADC_FLAGS),-adc-flags "$(ADC_FLAGS)")
-.PHONY: bench-e2e bench-e2e-upstream bench-compare bench-scale
+.PHONY: bench-e2e bench-e2e-upstream bench-compare bench-scale bench-failover
 bench-e2e: envtest-assets build
 	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 20 -burst 30
 	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 1000 -burst 2000
@@ -199,8 +201,10 @@ bench-e2e-upstream: envtest-assets kcm-assets
 	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -controller kcm -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 1000 -burst 2000
 
 # kube-controller-manager 1.36.3 and adc back to back, per scenario on the same seeded
-# cluster: one line per measure with both figures, adc/kcm and issue #13's goal, then a
-# summary table (about 25 minutes on 2 cores). BENCH_SCENARIOS=NODESxPODS@QPS/BURST,...
+# cluster, after a calibration of the control plane's write rate (same seed, watches and
+# attacher): one line per measure with both figures, adc/kcm, each one's efficiency (ideal
+# time at the calibrated rate / measured) and the goals of issues #13 and #28, then a summary
+# table (about 25 minutes on 2 cores). BENCH_SCENARIOS=NODESxPODS@QPS/BURST,...
 BENCH_SCENARIOS ?= 100x20@1000/2000,1000x10@1000/2000,100x20@20/30
 bench-compare: envtest-assets kcm-assets build
 	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -scenarios "$(BENCH_SCENARIOS)"
@@ -209,6 +213,13 @@ bench-compare: envtest-assets kcm-assets build
 # one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
 bench-scale: envtest-assets kcm-assets build
 	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
+
+# Restart at scale: two adc replicas converge BENCH_NODES x BENCH_PODS (default 5000 x 10), the
+# leader is SIGKILLed and the standby takes over; then kube-controller-manager 1.36.3 starts
+# on the same cluster. Time to lead, to ready, to the first decision; API requests and writes
+# during the start; peak RSS.
+bench-failover: envtest-assets kcm-assets build
+	$(GO) run ./test/bench/failover $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),5000) -pods $(or $(BENCH_PODS),10)
 
 # Pod startup with volumes on a whole cluster (test/e2e/cluster), the three modes side by side
 # in one invocation (docs/performance.md, "Pod startup with volumes"): 30 hollow nodes per mode,

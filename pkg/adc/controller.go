@@ -5,12 +5,13 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the two queues (nodes, node status) and their workers
+//	controller.go, options.go   New, Run, the three queues (nodes, node status, creates) and their workers
 //	handlers.go, indexers.go    informer event handlers: what change re-decides which node
 //	reconcile.go                syncNode: desired pairs against actual attachments, per node
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
 //	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
-//	creates.go, detach.go       the attach and detach halves of a reconcile; detach of deleted nodes
+//	creates.go                  the create queue: the VolumeAttachment creates reconciles decided
+//	detach.go                   the detach half of a reconcile; detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
 //	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
 //	expectations.go             the checker that ends create expectations the informer never will
@@ -95,8 +96,17 @@ type Controller struct {
 	status      volumeattach.StatusWriter
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	// attachBatches admits the nodes that may send VolumeAttachment creates now.
-	attachBatches chan struct{}
+	// createQueue carries the names of the VolumeAttachments node reconciles decided to
+	// create, in the order decided; createJobs holds each queued create and createsInFlight
+	// each one sent and not yet answered (true: a reconcile waits for its answer), both under
+	// createsMu. Its workers (Options.CreatesInFlight) send them, so creates are not limited
+	// by how many nodes reconcile at once. createRetries is the backoff of failed creates,
+	// per name.
+	createQueue     workqueue.TypedInterface[string]
+	createsMu       sync.Mutex
+	createJobs      map[string]createJob
+	createsInFlight map[string]bool
+	createRetries   workqueue.TypedRateLimiter[string]
 
 	lookups cached.Lookups
 
@@ -127,17 +137,19 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c := &Controller{
-		client:        client,
-		opts:          opts,
-		attachments:   opts.Attachments,
-		status:        opts.NodeStatus,
-		recorder:      opts.Recorder,
-		pending:       report.NewPending(),
-		claimUsers:    cached.NewClaimUsers(),
-		attachBatches: make(chan struct{}, opts.AttachBatches),
-		ops:           report.NewRecent[Operation](recentOperationsSize),
-		flips:         report.NewFlips(),
-		pairs:         report.NewPairs(),
+		client:          client,
+		opts:            opts,
+		attachments:     opts.Attachments,
+		status:          opts.NodeStatus,
+		recorder:        opts.Recorder,
+		pending:         report.NewPending(),
+		claimUsers:      cached.NewClaimUsers(),
+		createJobs:      map[string]createJob{},
+		createsInFlight: map[string]bool{},
+		createRetries:   workqueue.DefaultTypedControllerRateLimiter[string](),
+		ops:             report.NewRecent[Operation](recentOperationsSize),
+		flips:           report.NewFlips(),
+		pairs:           report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
@@ -155,6 +167,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
+	c.createQueue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: createQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -222,6 +235,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
+	defer c.createQueue.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -231,7 +245,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if workers < 1 {
 		workers = 1
 	}
-	logger.Info("Starting attach/detach controller", "workers", workers, "migration", c.opts.Migration.String())
+	logger.Info("Starting attach/detach controller", "workers", workers, "createsInFlight", c.opts.CreatesInFlight, "migration", c.opts.Migration.String())
 	defer logger.Info("Shutting down attach/detach controller")
 
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
@@ -258,6 +272,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	c.started.Store(true)
 	c.enqueueAllNodes()
+	// Ready from here on (HasSynced); benchmarks time a start or a failover by this line.
+	logger.Info("Caches synced; reconciling every node", "nodes", c.nodeQueue.Len())
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -270,6 +286,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runNodeWorker, 0) }()
 		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runStatusWorker, 0) }()
 	}
+	for i := 0; i < c.opts.CreatesInFlight; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runCreateWorker, 0) }()
+	}
 	if c.policyStatus != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.policyStatus.Run(ctx) }()
@@ -277,7 +297,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
+	c.createQueue.ShutDown()
 	wg.Wait()
+	c.dropQueuedCreates()
 }
 
 // HasSynced reports whether the caches have synced and workers started; hosts use it for

@@ -50,6 +50,19 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
 		return
 	}
+	if a.va != nil && a.va.UID == "" {
+		// An expected create without an answer: withdraw it if it is still queued, else wait
+		// for its answer (which wakes the node) rather than delete by name what it may make.
+		switch r.c.withdrawCreate(a.va.Name) {
+		case createCancelled:
+			st.Reason = "no active pod on the node uses the volume any more; its VolumeAttachment create was still queued and is not sent"
+			return
+		case createAwaited:
+			st.Phase = PhaseDetachBlocked
+			st.Reason = "no active pod on the node uses the volume any more; it is detached once the create of its VolumeAttachment, in flight, is answered"
+			return
+		}
+	}
 	if a.released == nil && r.inUseBlocks(r.node, a, st) {
 		return
 	}

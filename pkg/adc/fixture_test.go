@@ -63,13 +63,12 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if opts.Recorder == nil {
 		opts.Recorder = record.NewFakeRecorder(1000)
 	}
-	opts.MaxParallelCreatesPerNode = 1
 	c, err := New(client, nil, factory, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
-	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.statusQueue.ShutDown() })
+	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.statusQueue.ShutDown(); c.createQueue.ShutDown() })
 	f.nodes = factory.Core().V1().Nodes().Informer().GetIndexer()
 	f.pods = factory.Core().V1().Pods().Informer().GetIndexer()
 	f.pvs = factory.Core().V1().PersistentVolumes().Informer().GetIndexer()
@@ -184,6 +183,8 @@ func (f *fixture) syncNode(name string) {
 		f.t.Logf("syncNode %s: %v", name, err)
 	}
 	f.checkMemory("syncNode " + name)
+	f.c.sendQueuedCreates(f.ctx)
+	f.checkMemory("creates of " + name)
 }
 
 // checkMemory fails the test if an invariant of the controller's memory broke at step.
@@ -213,14 +214,29 @@ type recordingAttachments struct {
 	creates []*storagev1.VolumeAttachment
 	deletes []string
 	rv      int
-	// deleteEntered and deleteRelease, when set, make Delete signal and wait.
+	// deleteEntered and deleteRelease, when set, make Delete signal and wait; createEntered
+	// and createRelease the same for Create. createErr, when set, is every Create's answer.
 	deleteEntered chan string
 	deleteRelease chan struct{}
+	createEntered chan string
+	createRelease chan struct{}
+	createErr     error
 }
 
 var _ volumeattach.AttachmentWriter = &recordingAttachments{}
 
 func (r *recordingAttachments) Create(ctx context.Context, va *storagev1.VolumeAttachment) (*storagev1.VolumeAttachment, error) {
+	r.mu.Lock()
+	entered, release, failure := r.createEntered, r.createRelease, r.createErr
+	r.mu.Unlock()
+	if entered != nil {
+		entered <- va.Name
+		<-release
+	}
+	if failure != nil {
+		r.log.add("create " + va.Name + " refused")
+		return nil, failure
+	}
 	r.mu.Lock()
 	r.rv++
 	stored := va.DeepCopy()

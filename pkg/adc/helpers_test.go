@@ -1,6 +1,7 @@
 package adc
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,14 @@ func TestHoldBacksOffOnlyWhenRetryIsDue(t *testing.T) {
 		if delays[i] != want[i] {
 			t.Fatalf("delays = %v, want %v", delays, want)
 		}
+	}
+}
+
+// sendQueuedCreates sends, one at a time and in order, every create the node reconciles
+// queued, as the create workers would: a test's "sync node" step is the reconcile and its
+// creates.
+func (c *Controller) sendQueuedCreates(ctx context.Context) {
+	for c.createQueue.Len() > 0 {
+		c.processNextCreate(ctx)
 	}
 }

@@ -64,8 +64,11 @@ type harness struct {
 	// nodeDirty and statusDirty model the two workqueues: a key waits there until a worker
 	// takes it; one worker per key at a time.
 	nodeDirty, statusDirty map[string]bool
-	timers                 []timer
-	created                map[string]bool
+	// creates are the names the create queue holds, in its order, each with what the
+	// reconcile that queued it had read (startCreates hands them to create threads).
+	creates []queuedCreate
+	timers  []timer
+	created map[string]bool
 
 	// ev is what the current step showed the controller, for the expectation invariant.
 	ev moveEvidence
@@ -131,9 +134,6 @@ func newHarness(w *worldSpec, cfg exploreConfig) *harness {
 	factory := informers.NewSharedInformerFactory(fakeClient, 0)
 	c, err := New(interleaveClient{Interface: fakeClient, h: h}, nil, factory, Options{
 		Clock: h.clk, Recorder: &record.FakeRecorder{},
-		// One create at a time per node, and never a wait for an attach batch: the creates of
-		// a reconcile are then made in order by one goroutine at a time.
-		MaxParallelCreatesPerNode: 1, AttachBatches: 64,
 	})
 	if err != nil {
 		panic(err)
@@ -210,6 +210,58 @@ func (h *harness) close() {
 	h.abandon()
 	h.c.nodeQueue.ShutDown()
 	h.c.statusQueue.ShutDown()
+	h.c.createQueue.ShutDown()
+}
+
+// queuedCreate is a create the create queue holds, with the store read of the reconcile
+// that decided it: the redundant-create invariant judges the create on that read.
+type queuedCreate struct {
+	name               string
+	by                 string
+	readSeen, expected map[string]bool
+}
+
+// takeQueuedCreates moves what the create queue holds into h.creates, attributed to t, the
+// only thread that ran since the last look.
+func (h *harness) takeQueuedCreates(t *thread) {
+	for h.c.createQueue.Len() > 0 {
+		name, _ := h.c.createQueue.Get()
+		h.c.createQueue.Done(name)
+		h.creates = append(h.creates, queuedCreate{name: name, by: t.label(), readSeen: t.readSeen, expected: t.readExpected})
+	}
+}
+
+// startCreates hands each queued create to a create thread of its own, as the create
+// workers take them (there are more workers than a world has volumes), unless a thread
+// still works on the name (a workqueue hands a key to one worker at a time). A create
+// thread runs to its API call, so starting it at once loses no interleaving: what the
+// schedule chooses is when the API server applies the call.
+func (h *harness) startCreates() {
+	var left []queuedCreate
+	for _, q := range h.creates {
+		busy := false
+		for _, t := range h.threads {
+			if t.kind == threadCreate && t.va == q.name {
+				busy = true
+			}
+		}
+		if busy {
+			left = append(left, q)
+			continue
+		}
+		q := q
+		node := ""
+		h.c.createsMu.Lock()
+		if j, ok := h.c.createJobs[q.name]; ok {
+			node = j.va.Spec.NodeName
+		}
+		h.c.createsMu.Unlock()
+		t := &thread{kind: threadCreate, node: node, va: q.name, readSeen: q.readSeen, readExpected: q.expected}
+		h.start(t, func() {
+			t.createNode, t.err = h.c.syncCreate(h.ctx, q.name)
+		})
+	}
+	h.creates = left
 }
 
 // drainQueues moves what the controller queued into the explorer's dirty sets.
@@ -286,6 +338,12 @@ func (h *harness) finished(t *thread) {
 		dirty = h.statusDirty
 	}
 	switch {
+	case t.kind == threadCreate:
+		// processNextCreate: a failed create retries its node's reconcile after a backoff
+		// (any later step).
+		if t.err != nil && t.createNode != "" {
+			h.nodeDirty[t.createNode] = true
+		}
 	case t.kind == threadChecker:
 		h.lastCheckEnd = h.checkerInput()
 	case t.err != nil:
@@ -353,12 +411,18 @@ func (h *harness) stateKey() uint64 {
 	}
 	b.WriteString("\n" + memoryDigest(h.c))
 	fmt.Fprintf(&b, "dirty %v %v\n", sortedKeys(h.nodeDirty), sortedKeys(h.statusDirty))
+	for _, q := range h.creates {
+		fmt.Fprintf(&b, "queued create %s read %v expected %v\n", q.name, sortedKeys(q.readSeen), sortedKeys(q.expected))
+	}
 	fmt.Fprintf(&b, "created %v clock %s\n", sortedKeys(h.created), h.clk.Now().Sub(interleaveStart))
 	for _, tm := range h.timers {
 		fmt.Fprintf(&b, "timer %s %s %s\n", tm.at.Sub(interleaveStart), tm.queue, tm.node)
 	}
 	for _, t := range h.threads {
-		fmt.Fprintf(&b, "thread %s %s %s lock=%t released=%t %s\n", t.kind, t.node, t.where(), t.holdsStatusLock, t.releasedStatusLock, strings.Join(t.history, "|"))
+		fmt.Fprintf(&b, "thread %s %s %s %s lock=%t released=%t %s\n", t.kind, t.node, t.va, t.where(), t.holdsStatusLock, t.releasedStatusLock, strings.Join(t.history, "|"))
+		if t.kind == threadCreate {
+			fmt.Fprintf(&b, "  decided on read %v expected %v\n", sortedKeys(t.readSeen), sortedKeys(t.readExpected))
+		}
 	}
 	fmt.Fprintf(&b, "mounted %v\n", h.kubelet)
 	// The invariants compare when a volume came into use with when adc read the node: keep

@@ -131,7 +131,13 @@ func (h *harness) moves() []move {
 // the same queue on the key (a workqueue never hands one key to two workers), and no
 // worker holding a lock the new one would wait for.
 func (h *harness) canStart(kind threadKind, node string) bool {
-	if len(h.threads) >= h.cfg.threads {
+	workers := 0
+	for _, t := range h.threads {
+		if t.kind != threadCreate { // the create workers are a pool of their own
+			workers++
+		}
+	}
+	if workers >= h.cfg.threads {
 		return false
 	}
 	for _, t := range h.threads {
@@ -185,6 +191,9 @@ func (h *harness) step(m move) {
 	h.stepCount++
 	h.trace = append(h.trace, fmt.Sprintf("%3d  %s", h.stepCount, h.short(m.label)))
 	m.do()
+	h.settle()
+	h.drainQueues()
+	h.startCreates()
 	h.settle()
 	h.drainQueues()
 	h.noteDetaching()

@@ -25,6 +25,8 @@ const (
 	threadReconcile threadKind = "reconcile"
 	threadStatus    threadKind = "status"
 	threadChecker   threadKind = "checker"
+	// threadCreate is a create worker sending one queued VolumeAttachment create.
+	threadCreate threadKind = "create"
 )
 
 type thread struct {
@@ -64,6 +66,9 @@ type thread struct {
 	// read; -1 before it has one.
 	freshReadStep int
 
+	// va is a create thread's VolumeAttachment; createNode the node syncCreate returned.
+	va, createNode string
+
 	retryAfter time.Duration
 	err        error
 }
@@ -71,6 +76,9 @@ type thread struct {
 func (t *thread) label() string {
 	if t.kind == threadChecker {
 		return fmt.Sprintf("T%d checker", t.id)
+	}
+	if t.kind == threadCreate {
+		return fmt.Sprintf("T%d create %s", t.id, t.va)
 	}
 	return fmt.Sprintf("T%d %s %s", t.id, t.kind, t.node)
 }
@@ -115,6 +123,7 @@ func (h *harness) run(t *thread) {
 	t.resume <- struct{}{}
 	<-t.park
 	h.current = nil
+	h.takeQueuedCreates(t)
 	h.learnStatusLock(t)
 	if t.done {
 		h.finished(t)
@@ -126,7 +135,7 @@ func (h *harness) run(t *thread) {
 // so the stripe is t's exactly when it is locked and no other thread holds it; a stripe
 // locked by another thread while t also claims it is a harness bug.
 func (h *harness) learnStatusLock(t *thread) {
-	if t.kind == threadChecker {
+	if t.kind == threadChecker || t.kind == threadCreate {
 		return
 	}
 	held := h.stripeLocked(t.node)
@@ -223,7 +232,7 @@ func (h *harness) resumable(t *thread) bool {
 // reconcile or status sync that has neither taken nor released it (a status sync parked
 // before its lockNodeStatus, as with mutantReadOutsideLock, included).
 func (h *harness) mayTakeStatusLock(t *thread) bool {
-	return t.kind != threadChecker && !t.holdsStatusLock && !t.releasedStatusLock
+	return t.kind != threadChecker && t.kind != threadCreate && !t.holdsStatusLock && !t.releasedStatusLock
 }
 
 // statusLockHolder is the thread other than except that holds node's status lock stripe,

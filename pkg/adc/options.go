@@ -30,10 +30,13 @@ type Options struct {
 	// for the node's other pending attaches (at most saturatedStatusDelay), so the budget
 	// is not spent on one status patch per attach; otherwise every status write goes at once.
 	APIBudget APIBudget
-	// AttachBatches is how many nodes may send VolumeAttachment creates at the same time.
-	AttachBatches int
-	// MaxParallelCreatesPerNode bounds the creates one node sends at once.
-	MaxParallelCreatesPerNode int
+	// CreatesInFlight is how many VolumeAttachment creates adc sends at once: the workers of
+	// its create queue. Node reconciles decide and queue creates without waiting for them, so
+	// creates flow at the rate the client budget and the API server allow, not at the rate
+	// node workers finish. Zero: what APIBudget asks for when it can say
+	// (volumeattach.PriorityLimiter.CreatesInFlight, from --kube-api-qps), else
+	// DefaultCreatesInFlight.
+	CreatesInFlight int
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
 	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
@@ -69,6 +72,14 @@ type APIBudget interface {
 	Saturated() (bool, time.Duration)
 }
 
+// createsSizer is an APIBudget that knows how many creates in flight it takes to spend it.
+type createsSizer interface {
+	CreatesInFlight() int
+}
+
+// DefaultCreatesInFlight is Options.CreatesInFlight when the API budget cannot size it.
+const DefaultCreatesInFlight = 16
+
 // BackoffOptions is the exponential backoff of held pairs: InitialInterval doubling by
 // Multiplier up to MaxInterval, each delay randomized by +/- RandomizationFactor.
 type BackoffOptions struct {
@@ -87,9 +98,7 @@ func DefaultOptions() Options {
 	return Options{
 		Migration:         migration.DefaultConfig(),
 		MaxWaitForUnmount: 6 * time.Minute,
-		AttachBatches:     2,
-		// Above the client's default burst, below anything an API server minds.
-		MaxParallelCreatesPerNode: 32,
+		// CreatesInFlight stays zero: New sizes it from the API budget it is given.
 		Backoff: BackoffOptions{
 			InitialInterval:     500 * time.Millisecond,
 			Multiplier:          2,
@@ -118,11 +127,11 @@ func (o Options) withDefaults() Options {
 	if o.MaxWaitForUnmount == 0 {
 		o.MaxWaitForUnmount = d.MaxWaitForUnmount
 	}
-	if o.AttachBatches == 0 {
-		o.AttachBatches = d.AttachBatches
-	}
-	if o.MaxParallelCreatesPerNode == 0 {
-		o.MaxParallelCreatesPerNode = d.MaxParallelCreatesPerNode
+	if o.CreatesInFlight == 0 {
+		o.CreatesInFlight = DefaultCreatesInFlight
+		if s, ok := o.APIBudget.(createsSizer); ok {
+			o.CreatesInFlight = s.CreatesInFlight()
+		}
 	}
 	if o.Backoff.InitialInterval == 0 {
 		o.Backoff.InitialInterval = d.Backoff.InitialInterval
@@ -156,8 +165,8 @@ func (o Options) Validate() error {
 	if o.MaxWaitForUnmount < 0 {
 		return fmt.Errorf("max-wait-for-unmount must not be negative, got %s", o.MaxWaitForUnmount)
 	}
-	if o.AttachBatches < 1 || o.MaxParallelCreatesPerNode < 1 {
-		return fmt.Errorf("attach batches and parallel creates per node must be at least 1, got %d and %d", o.AttachBatches, o.MaxParallelCreatesPerNode)
+	if o.CreatesInFlight < 0 {
+		return fmt.Errorf("creates in flight must not be negative, got %d", o.CreatesInFlight)
 	}
 	if o.Backoff.Multiplier < 1 {
 		return fmt.Errorf("backoff multiplier must be at least 1, got %v", o.Backoff.Multiplier)

@@ -21,8 +21,8 @@ type nodeRun struct {
 	now    time.Time
 	states []*PairState
 	errs   []error
-	// creates are the VolumeAttachments this run decided to create; they are sent together,
-	// in parallel, once every pair of the node has been decided.
+	// creates are the VolumeAttachments this run decided to create; they are queued for the
+	// create workers together, once every pair of the node has been decided.
 	creates []createJob
 	// retryAfter is the earliest scheduled retry (held pairs, force-detach deadlines).
 	retryAfter time.Duration
@@ -120,7 +120,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		st.Phase, st.Reason, st.Detach = PhaseReleased, "not attached here: "+v.Reason+" (DetachPolicy "+v.Rule+")", &v
 		r.states = append(r.states, st)
 	}
-	r.runCreates(ctx)
+	for _, j := range r.creates {
+		c.queueCreate(j)
+	}
 	for _, a := range atts {
 		if !a.matched {
 			r.reconcileDetach(ctx, a)
@@ -241,17 +243,19 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 	klog.FromContext(ctx).V(4).Info("Holding volume", "pod", p.podRef(), "volume", p.volume, "mechanism", p.d.Mechanism, "retries", retries)
 }
 
-// attachCSI queues the VolumeAttachment of a pair for runCreates, once the ReadWriteOnce
-// rule allows it.
+// attachCSI decides the VolumeAttachment of a pair, once the ReadWriteOnce rule allows it:
+// the reservation is taken and the create expected before the create is queued (see
+// queueCreate), so the create workers send only what was decided under those rules.
 func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	if !r.reserve(p, st) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	r.c.mem.ExpectCreate(va, r.now)
+	r.c.startOp(OperationAttach, va, p, r.now)
 	r.attachedThisRun[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
-	r.creates = append(r.creates, createJob{pair: p, state: st, va: va})
+	r.creates = append(r.creates, createJob{va: va, sourceKey: p.ids.sourceKey, pod: p.podRef(), volume: p.volume})
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {

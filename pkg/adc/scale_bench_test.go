@@ -84,7 +84,7 @@ func newScaleCluster(tb testing.TB, nodes, podsPerNode int) *scaleCluster {
 	vaStore := factory.Storage().V1().VolumeAttachments().Informer().GetIndexer()
 	s := &scaleCluster{vas: &memAttacher{store: vaStore}, status: &memStatus{}}
 	c, err := New(client, nil, factory, Options{Attachments: s.vas, NodeStatus: s.status,
-		Recorder: record.NewFakeRecorder(100), MaxParallelCreatesPerNode: 64})
+		Recorder: record.NewFakeRecorder(100)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -148,6 +148,7 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 		if _, err := s.c.syncNode(ctx, n); err != nil {
 			tb.Fatal(err)
 		}
+		s.c.sendQueuedCreates(ctx)
 	}
 	s.vas.mu.Lock()
 	created := s.vas.created

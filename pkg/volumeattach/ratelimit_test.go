@@ -111,3 +111,23 @@ func BenchmarkPriorityWaitBehindNormals(b *testing.B) {
 		})
 	}
 }
+
+// The creates kept in flight follow the budget's QPS (what it takes to spend it at the API
+// server's time per create), within bounds, and never follow a worker count.
+func TestCreatesInFlightFollowsTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		qps   float32
+		burst int
+		want  int
+	}{
+		{qps: 5, burst: 10, want: minCreatesInFlight},
+		{qps: 20, burst: 30, want: minCreatesInFlight},
+		{qps: 200, burst: 400, want: 20},
+		{qps: 300, burst: 600, want: 30},
+		{qps: 1000, burst: 2000, want: maxCreatesInFlight},
+	} {
+		if got := NewPriorityLimiter(tc.qps, tc.burst).CreatesInFlight(); got != tc.want {
+			t.Errorf("%v/%d: CreatesInFlight() = %d, want %d", tc.qps, tc.burst, got, tc.want)
+		}
+	}
+}

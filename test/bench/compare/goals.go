@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/migration-aware/adc/test/bench/internal/scenario"
 )
@@ -30,8 +31,41 @@ var (
 	})
 )
 
-// goals returns the goals of a scenario by measure name: the issue's, for its scenarios.
+// efficientAtLeast is issue #28's goal on adc's efficiency (ideal time at the calibrated
+// write rate / measured time).
+func efficientAtLeast(limit float64, ideal func(*scenario.Result) (time.Duration, time.Duration)) goal {
+	return adcAtMost(fmt.Sprintf(">= %.1f", limit), func(r *scenario.Result) bool {
+		if r.Calibration == nil {
+			return false
+		}
+		e, ok := scenario.Efficiency(ideal(r))
+		return ok && e >= limit
+	})
+}
+
+var (
+	allListedEfficiency = func(r *scenario.Result) (time.Duration, time.Duration) { return r.IdealAllListed(), r.AllListed }
+	p50Efficiency       = func(r *scenario.Result) (time.Duration, time.Duration) { return r.IdealP50(), r.ListedP50 }
+)
+
+// goals returns the goals of a scenario by measure name: issue #13's for its scenarios, and
+// issue #28's (every VolumeAttachment created no later than kube-controller-manager at every
+// size; efficiency >= 0.9 at 2,000 and 10,000 volumes).
 func goals(c scenario.Config) map[string]goal {
+	g := scenarioGoals(c)
+	if g == nil {
+		g = map[string]goal{}
+	}
+	g["every VolumeAttachment exists"] = ratioAtMost(1, func(r *scenario.Result) float64 { return r.AllVolumeAttachments.Seconds() })
+	if c.QPS >= 1000 && (c.Volumes() == 2000 || c.Volumes() == 10000) {
+		g["efficiency, all listed (ideal / measured)"] = efficientAtLeast(0.9, allListedEfficiency)
+		g["efficiency, p50 (ideal / measured)"] = efficientAtLeast(0.9, p50Efficiency)
+	}
+	return g
+}
+
+// scenarioGoals are issue #13's goals, for its scenarios.
+func scenarioGoals(c scenario.Config) map[string]goal {
 	size := [3]float64{float64(c.Nodes), float64(c.PodsPerNode), c.QPS}
 	switch size {
 	case [3]float64{100, 20, 1000}:

@@ -28,6 +28,7 @@ func main() {
 		controllers string
 		adcFlags    string
 		jsonOut     string
+		calibrate   bool
 	)
 	flag.StringVar(&scenarios, "scenarios", "100x20@1000/2000,1000x10@1000/2000,100x20@20/30", "comma-separated NODESxPODS@QPS/BURST")
 	flag.StringVar(&controllers, "controllers", "kcm,adc", "controllers to run per scenario, in order")
@@ -41,6 +42,7 @@ func main() {
 	flag.StringVar(&base.SeedCache, "seed-cache", "", "keep the seeded etcd data of each size in this folder and reuse it (default: seed once per scenario into a temporary folder)")
 	flag.StringVar(&base.LogDir, "log-dir", os.TempDir(), "where the controllers' logs are kept")
 	flag.StringVar(&jsonOut, "json", "", "also write every result as JSON to this file")
+	flag.BoolVar(&calibrate, "calibrate", true, "first measure, per scenario, the write rate its control plane sustains (scenario.Calibrate), for the efficiency lines")
 	klog.InitFlags(nil)
 	flag.Parse()
 	base.ADCFlags = strings.Fields(adcFlags)
@@ -62,6 +64,13 @@ func main() {
 			fail(err)
 		}
 		p := pair{config: c}
+		var cal *scenario.Calibration
+		if calibrate {
+			fmt.Printf("\n=== %s: calibration ===\n", c.Name())
+			if cal, err = scenario.Calibrate(context.Background(), c); err != nil {
+				fail(err)
+			}
+		}
 		for _, k := range strings.Split(controllers, ",") {
 			c.Controller = scenario.Kind(strings.TrimSpace(k))
 			fmt.Printf("\n=== %s: %s ===\n", c.Name(), c.Controller)
@@ -69,6 +78,7 @@ func main() {
 			if err != nil {
 				fail(err)
 			}
+			res.Calibration = cal
 			scenario.Report(os.Stdout, res)
 			switch c.Controller {
 			case scenario.KCM:

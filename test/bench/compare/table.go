@@ -43,10 +43,22 @@ func fmtSeconds(v float64) string {
 
 func fmtFloat(v float64) string { return fmt.Sprintf("%.3f", v) }
 
+func fmtEfficiency(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// calibrated is a measure that needs the scenario's calibration (scenario.Calibrate).
+func calibrated(f func(*scenario.Result) (float64, bool)) func(*scenario.Result) (float64, bool) {
+	return func(r *scenario.Result) (float64, bool) {
+		if r.Calibration == nil {
+			return 0, false
+		}
+		return f(r)
+	}
+}
+
 // measures are the lines printed for every scenario, in order; the per-verb request lines
 // follow them.
 var measures = []measure{
-	{"every VolumeAttachment exists", seconds(func(r *scenario.Result) float64 { return r.AllVolumeAttachments.Seconds() }), fmtSeconds, false},
+	{"every VolumeAttachment exists", seconds(func(r *scenario.Result) float64 { return r.AllVolumeAttachments.Seconds() }), fmtSeconds, true},
 	{"all listed in node status", seconds(func(r *scenario.Result) float64 { return r.AllListed.Seconds() }), fmtSeconds, true},
 	{"p50 time to listed", seconds(func(r *scenario.Result) float64 { return r.ListedP50.Seconds() }), fmtSeconds, true},
 	{"p90 time to listed", seconds(func(r *scenario.Result) float64 { return r.ListedP90.Seconds() }), fmtSeconds, false},
@@ -63,6 +75,23 @@ var measures = []measure{
 	{"API server p99 per VA create", seconds(func(r *scenario.Result) float64 {
 		return r.Attach.Latency["create volumeattachments"].P99.Seconds()
 	}), fmtSeconds, false},
+	{"writes needed (creates + node status writes)", calibrated(func(r *scenario.Result) (float64, bool) { return float64(r.WritesNeeded()), true }),
+		func(v float64) string { return fmt.Sprintf("%.0f", v) }, false},
+	{"ideal all listed (writes needed / calibrated rate)", calibrated(func(r *scenario.Result) (float64, bool) { return r.IdealAllListed().Seconds(), true }), fmtSeconds, false},
+	{"efficiency, VAs created (ideal / measured)", calibrated(func(r *scenario.Result) (float64, bool) {
+		return scenario.Efficiency(r.IdealAllCreated(), r.AllVolumeAttachments)
+	}), fmtEfficiency, true},
+	{"efficiency, all listed (ideal / measured)", calibrated(func(r *scenario.Result) (float64, bool) {
+		return scenario.Efficiency(r.IdealAllListed(), r.AllListed)
+	}), fmtEfficiency, true},
+	{"efficiency, all listed vs the attacher's bound", calibrated(func(r *scenario.Result) (float64, bool) {
+		return scenario.Efficiency(r.AttacherBound(), r.AllListed)
+	}), fmtEfficiency, true},
+	{"efficiency, p50 (ideal / measured)", calibrated(func(r *scenario.Result) (float64, bool) {
+		return scenario.Efficiency(r.IdealP50(), r.ListedP50)
+	}), fmtEfficiency, true},
+	{"machine load average (1 min) at start", seconds(func(r *scenario.Result) float64 { return r.LoadStart }), func(v float64) string { return fmt.Sprintf("%.1f", v) }, true},
+	{"machine load average (1 min) at convergence", seconds(func(r *scenario.Result) float64 { return r.LoadConverged }), func(v float64) string { return fmt.Sprintf("%.1f", v) }, false},
 	{"all pods deleted -> all VAs gone", seconds(func(r *scenario.Result) float64 { return r.AllDetached.Seconds() }), fmtSeconds, true},
 	{"API requests per detach", seconds(func(r *scenario.Result) float64 { return r.PerVolume(r.Detach.Total()) }), fmtFloat, false},
 	{"CPU seconds per 1000 detaches", processOnly(func(r *scenario.Result) float64 { return r.CPUDetach.Seconds() * 1000 / float64(r.Volumes) }), func(v float64) string { return fmt.Sprintf("%.2f s", v) }, false},
@@ -142,7 +171,7 @@ func rows(p pair, all bool) []row {
 		kv, ks := figure(m, p.kcm)
 		av, as := figure(m, p.adc)
 		ratio := ""
-		if ks != "-" && as != "-" && kv > 0 {
+		if ks != "-" && as != "-" && kv > 0 && !strings.HasPrefix(m.name, "efficiency") && !strings.HasPrefix(m.name, "writes needed") && !strings.HasPrefix(m.name, "ideal") && !strings.HasPrefix(m.name, "machine load") {
 			ratio = fmt.Sprintf("%.2f", av/kv)
 		}
 		out = append(out, row{m.name, ks, as, ratio, goalText(p, m.name)})
@@ -155,10 +184,24 @@ func printPair(w io.Writer, p pair) {
 	c := p.config
 	fmt.Fprintf(w, "\n--- %d nodes x %d pods = %d volumes, client %g QPS / %d burst: kube-controller-manager 1.36.3 vs adc ---\n",
 		c.Nodes, c.PodsPerNode, c.Volumes(), c.QPS, c.Burst)
-	fmt.Fprintf(w, "%-34s %14s %14s %8s   %s\n", "measure", "kcm 1.36.3", "adc", "adc/kcm", "goal (issue #13)")
-	for _, r := range rows(p, true) {
-		fmt.Fprintf(w, "%-34s %14s %14s %8s   %s\n", r.measure, r.kcm, r.adc, r.ratio, r.goal)
+	if k := calibrationOf(p); k != nil {
+		fmt.Fprintf(w, "calibration (same run, same seed, watches and attacher): %d creates, %d at once, in %.2f s = %.0f writes/s; all attached after %.2f s; load average %.1f\n",
+			k.Creates, k.InFlight, k.AllCreated.Seconds(), k.Rate, k.AllAttached.Seconds(), k.Load)
 	}
+	fmt.Fprintf(w, "%-50s %14s %14s %8s   %s\n", "measure", "kcm 1.36.3", "adc", "adc/kcm", "goal (issues #13, #28)")
+	for _, r := range rows(p, true) {
+		fmt.Fprintf(w, "%-50s %14s %14s %8s   %s\n", r.measure, r.kcm, r.adc, r.ratio, r.goal)
+	}
+}
+
+// calibrationOf is the calibration of a scenario's runs, nil if none.
+func calibrationOf(p pair) *scenario.Calibration {
+	for _, r := range []*scenario.Result{p.kcm, p.adc} {
+		if r != nil && r.Calibration != nil {
+			return r.Calibration
+		}
+	}
+	return nil
 }
 
 // printSummary prints every scenario's main measures as one Markdown table.
@@ -168,6 +211,9 @@ func printSummary(w io.Writer, all []pair) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, p := range all {
 		work := fmt.Sprintf("%d x %d, %g/%d QPS", p.config.Nodes, p.config.PodsPerNode, p.config.QPS, p.config.Burst)
+		if k := calibrationOf(p); k != nil {
+			work += fmt.Sprintf(" (%.0f writes/s)", k.Rate)
+		}
 		for _, r := range rows(p, false) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", work, r.measure, r.kcm, r.adc, r.ratio, strings.ReplaceAll(r.goal, "|", "/"))
 		}

@@ -17,17 +17,15 @@ import (
 // inProcessOptions are adc options without a flag of `adc controller`, for experiments with
 // -controller=adc-in-process (adc then shares the benchmark's process: no RSS or CPU figures).
 type inProcessOptions struct {
-	workers       int
-	statusDelay   time.Duration
-	attachBatches int
-	parallel      int
+	workers         int
+	statusDelay     time.Duration
+	createsInFlight int
 }
 
 func (o *inProcessOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", 10, "adc-in-process: controller workers")
 	fs.DurationVar(&o.statusDelay, "node-status-max-delay", 0, "adc-in-process: Options.NodeStatusMaxDelay (0: default)")
-	fs.IntVar(&o.attachBatches, "attach-batches", 0, "adc-in-process: Options.AttachBatches (0: default)")
-	fs.IntVar(&o.parallel, "parallel-creates", 0, "adc-in-process: Options.MaxParallelCreatesPerNode (0: default)")
+	fs.IntVar(&o.createsInFlight, "creates-in-flight", 0, "adc-in-process: Options.CreatesInFlight (0: default, sized by the client budget)")
 }
 
 // start returns the function that starts adc in-process with c's client budget.
@@ -37,11 +35,10 @@ func (o *inProcessOptions) start(c scenario.Config) func(context.Context, *rest.
 		ctrlCfg, statusCfg, budget := volumeattach.PrioritizedBudget(cfg, float32(c.QPS), c.Burst)
 		ctrlClient := kubernetes.NewForConfigOrDie(ctrlCfg)
 		opts := adc.Options{
-			NodeStatusMaxDelay:        o.statusDelay,
-			AttachBatches:             o.attachBatches,
-			MaxParallelCreatesPerNode: o.parallel,
-			APIBudget:                 budget,
-			NodeStatus:                &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
+			NodeStatusMaxDelay: o.statusDelay,
+			CreatesInFlight:    o.createsInFlight,
+			APIBudget:          budget,
+			NodeStatus:         &volumeattach.ClientStatusWriter{Client: kubernetes.NewForConfigOrDie(statusCfg)},
 		}
 		factory := informers.NewSharedInformerFactory(ctrlClient, 0)
 		ctrl, err := adc.New(ctrlClient, nil, factory, opts)

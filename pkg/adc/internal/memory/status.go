@@ -55,8 +55,9 @@ func (m *Memory) CancelDetach(node, unique string) {
 	}
 }
 
-// SetCreating records how many CSI attaches of the node's running reconcile are decided and
-// not yet created; with not-yet-attached VolumeAttachments they keep its status pending.
+// SetCreating records how many CSI attaches the node's running reconcile may decide; with
+// the not-yet-attached VolumeAttachments and the expected creates (queued or in flight) they
+// keep its status pending.
 func (m *Memory) SetCreating(node string, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -64,17 +65,6 @@ func (m *Memory) SetCreating(node string, n int) {
 		delete(m.creating, node)
 	} else {
 		m.creating[node] = n
-	}
-}
-
-// DecCreating counts one decided attach of the node as created (or failed).
-func (m *Memory) DecCreating(node string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.creating[node] > 1 {
-		m.creating[node]--
-	} else {
-		delete(m.creating, node)
 	}
 }
 

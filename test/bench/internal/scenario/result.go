@@ -55,6 +55,48 @@ type Result struct {
 
 	// AllDetached: from the start of the pods' deletion until every VolumeAttachment is gone.
 	AllDetached time.Duration
+
+	// LoadStart and LoadConverged are the machine's 1-minute load average when the controller
+	// started and when it converged: the runs share two cores with whatever else runs.
+	LoadStart, LoadConverged float64
+
+	// Calibration is the write rate of the scenario's control plane, measured in the same
+	// benchmark run (Calibrate); nil when not calibrated.
+	Calibration *Calibration `json:",omitempty"`
+}
+
+// WritesNeeded is the least any controller must write to attach everything: one
+// VolumeAttachment create per volume and one status write per node.
+func (r *Result) WritesNeeded() int { return r.Volumes + r.Nodes }
+
+// IdealAllListed is WritesNeeded at the calibrated write rate: the soonest every volume can
+// be listed on this control plane. Zero without a calibration.
+func (r *Result) IdealAllListed() time.Duration { return r.Calibration.IdealFor(r.WritesNeeded()) }
+
+// AttacherBound is the soonest every volume can be listed when, as in the calibration, the
+// simulated external-attacher (not the write rate) is the slower: every VolumeAttachment
+// attached, at the latest of the two.
+func (r *Result) AttacherBound() time.Duration {
+	if r.Calibration == nil {
+		return 0
+	}
+	return max(r.IdealAllListed(), r.Calibration.AllAttached)
+}
+
+// IdealP50 is the soonest half the volumes can be listed: half the writes, nodes finished
+// one after another.
+func (r *Result) IdealP50() time.Duration { return r.IdealAllListed() / 2 }
+
+// IdealAllCreated is the soonest every VolumeAttachment can exist: one create per volume.
+func (r *Result) IdealAllCreated() time.Duration { return r.Calibration.IdealFor(r.Volumes) }
+
+// Efficiency is ideal / measured (1: at the control plane's limit); false without a
+// calibration or a measured figure.
+func Efficiency(ideal, measured time.Duration) (float64, bool) {
+	if ideal <= 0 || measured <= 0 {
+		return 0, false
+	}
+	return ideal.Seconds() / measured.Seconds(), true
 }
 
 // RSSPerVolumeKiB is the peak RSS of the whole process divided by the volumes.

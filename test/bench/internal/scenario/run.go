@@ -10,10 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/migration-aware/adc/internal/auditlog"
-	"github.com/migration-aware/adc/internal/controlplane"
 	"github.com/migration-aware/adc/test/bench/internal/auditcount"
 	"github.com/migration-aware/adc/test/bench/internal/procstat"
 	"github.com/migration-aware/adc/test/simulator"
@@ -28,52 +26,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	seedDir, cleanupSeed, seeding, err := seedData(ctx, c)
+	env, err := startEnv(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanupSeed()
-
-	runDir, err := os.MkdirTemp("", "adc-bench-run-")
-	if err != nil {
-		return nil, fmt.Errorf("creating the run folder: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(runDir) }()
-	etcdDir := filepath.Join(runDir, "etcd")
-	copyStart := time.Now()
-	if err := copyTree(seedDir, etcdDir); err != nil {
-		return nil, fmt.Errorf("copying the seeded etcd data %s: %w", seedDir, err)
-	}
-	_ = os.Remove(filepath.Join(etcdDir, seedComplete))
-	fmt.Fprintf(c.Progress, "copied the seeded cluster in %s\n", time.Since(copyStart).Round(time.Millisecond))
-
-	policy, auditLog := filepath.Join(runDir, "audit-policy.yaml"), filepath.Join(runDir, "audit.log")
-	if err := os.WriteFile(policy, []byte(auditlog.Policy(auditcount.User)), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the audit policy: %w", err)
-	}
-	cp, stopCP, err := controlplane.StartWithOptions(controlplane.Options{
-		EtcdDataDir:    etcdDir,
-		APIServerFlags: auditlog.APIServerFlags(policy, auditLog),
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer stopCP()
-
-	admin := kubernetes.NewForConfigOrDie(fastClient(cp.Config))
-	if err := warmUp(ctx, admin); err != nil {
-		return nil, err
-	}
-	// The controller under test authenticates as its own user, the only one audited.
-	user, err := cp.Env.AddUser(envtest.User{Name: auditcount.User, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("adding the controller's user: %w", err)
-	}
-	kubeconfig := filepath.Join(runDir, "controller.kubeconfig")
-	if err := controlplane.WriteKubeconfig(user.Config(), kubeconfig); err != nil {
-		return nil, err
-	}
-
+	defer env.stop()
+	seeding, runDir, admin, user, kubeconfig, auditLog := env.seeding, env.runDir, env.admin, env.user, env.kubeconfig, env.auditLog
 	total := c.Volumes()
 	w := newWatcher(total)
 	w.start(ctx, admin)
@@ -95,6 +53,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	res.Log = filepath.Join(logDir, sanitize(fmt.Sprintf("%s-%s-%s.log", c.Controller, c.Name(), time.Now().Format("150405"))))
 	var proc *process
+	res.LoadStart = loadAverage()
 	start := time.Now()
 	if c.Controller == ADCInProcess {
 		cfg := user.Config()
@@ -131,6 +90,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, fmt.Errorf("%s on %s: attach phase: %w", c.Controller, c.Name(), err)
 	}
 	converged := time.Now()
+	res.LoadConverged = loadAverage()
 	w.attachResult(res, start)
 	var atConverge procstat.Sample
 	if proc != nil {
@@ -264,4 +224,17 @@ func sanitize(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// loadAverage is the machine's 1-minute load average (/proc/loadavg), 0 if unreadable.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(data), &l); err != nil {
+		return 0
+	}
+	return l
 }

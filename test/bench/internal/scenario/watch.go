@@ -141,3 +141,32 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(d)))) - 1
 	return d[max(0, min(i, len(d)-1))]
 }
+
+// lastCreated is when the last VolumeAttachment seen was first seen.
+func (w *watcher) lastCreated() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, t := range w.created {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// createdAt is when the VolumeAttachment name was first seen.
+func (w *watcher) createdAt(name string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.created[name]
+	return t, ok
+}
+
+// listedAt is when the volume unique was first listed in a Node's status.
+func (w *watcher) listedAt(unique string) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.listed[unique]
+	return t, ok
+}

@@ -1,0 +1,164 @@
+package adc
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/migration-aware/adc/pkg/volumeattach"
+)
+
+// A node reconcile decides its creates and queues them; it does not wait for them. The
+// ReadWriteOnce reservation and the create expectation are taken at the decision, so while a
+// create waits in the queue no other node gets the volume and no second create is decided.
+func TestReconcileQueuesCreatesWithoutSendingThem(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.node("n2")
+	for _, pv := range []string{"pv1", "pv2", "pv3"} {
+		f.volume(pv, "h-"+pv, v1.ReadWriteOnce)
+	}
+	f.pod("a", "n1", "pv1", "pv2", "pv3")
+	if _, err := f.c.syncNode(f.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.att.createdOn("n1"); len(got) != 0 {
+		t.Fatalf("the reconcile sent %d creates itself, want them queued", len(got))
+	}
+	if got := f.c.createQueue.Len(); got != 3 {
+		t.Fatalf("create queue holds %d, want 3", got)
+	}
+	// A second reconcile of n1 and a pod of n2 wanting pv1 decide nothing new meanwhile.
+	if _, err := f.c.syncNode(f.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	f.pod("b", "n2", "pv1")
+	if _, err := f.c.syncNode(f.ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.c.createQueue.Len(); got != 3 {
+		t.Fatalf("create queue holds %d after the second reconciles, want 3", got)
+	}
+	f.c.sendQueuedCreates(f.ctx)
+	f.checkMemory("queued creates sent")
+	if got := len(f.att.createdOn("n1")); got != 3 {
+		t.Fatalf("n1 creates = %d, want 3", got)
+	}
+	if got := f.att.createdOn("n2"); len(got) != 0 {
+		t.Fatalf("n2 got %s for ReadWriteOnce pv1 while n1's create was queued", got[0].Name)
+	}
+}
+
+// A reconcile that no longer wants a volume whose create has no answer yet neither deletes
+// by name what the create may make nor leaves the create to run: a queued create is
+// withdrawn (never sent, its reservation freed for the waiting node), a create in flight is
+// awaited (its answer wakes the node, which then detaches what it made).
+func TestReconcileWithdrawsOrAwaitsUnansweredCreates(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inFlight bool
+		// wantCreates on n1, and whether n1 is queued again once the create is answered.
+		wantCreates int
+		wantWake    bool
+	}{
+		{name: "queued: withdrawn, never sent", inFlight: false, wantCreates: 0},
+		{name: "in flight: awaited, its answer wakes the node", inFlight: true, wantCreates: 1, wantWake: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.node("n1")
+			f.node("n2")
+			f.volume("pv1", "h1", v1.ReadWriteOnce)
+			a := f.pod("a", "n1", "pv1")
+			if _, err := f.c.syncNode(f.ctx, "n1"); err != nil {
+				t.Fatal(err)
+			}
+			sent := make(chan struct{})
+			if tc.inFlight {
+				f.att.createEntered, f.att.createRelease = make(chan string, 1), make(chan struct{})
+				go func() { f.c.processNextCreate(f.ctx); close(sent) }()
+				<-f.att.createEntered
+			}
+			f.deletePod(a)
+			if _, err := f.c.syncNode(f.ctx, "n1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.att.deleted(); len(got) != 0 {
+				t.Fatalf("deleted %v while its create had no answer", got)
+			}
+			for f.c.nodeQueue.Len() > 0 { // what the handlers queued so far
+				k, _ := f.c.nodeQueue.Get()
+				f.c.nodeQueue.Done(k)
+			}
+			if tc.inFlight {
+				close(f.att.createRelease)
+				<-sent
+			}
+			f.c.sendQueuedCreates(f.ctx)
+			f.checkMemory("create answered")
+			if got := len(f.att.createdOn("n1")); got != tc.wantCreates {
+				t.Fatalf("n1 creates = %d, want %d", got, tc.wantCreates)
+			}
+			if woken := f.c.nodeQueue.Len() > 0; woken != tc.wantWake {
+				t.Fatalf("n1 queued again after the answer: %v, want %v", woken, tc.wantWake)
+			}
+			if !tc.inFlight {
+				// pv1's reservation went with the withdrawn create: n2 may attach it.
+				f.pod("b", "n2", "pv1")
+				f.syncNode("n2")
+				if got := len(f.att.createdOn("n2")); got != 1 {
+					t.Fatalf("n2 creates = %d after n1's create was withdrawn, want 1", got)
+				}
+			}
+		})
+	}
+}
+
+// A create the API server refuses ends its expectation and reservation on the create
+// worker; the decision is retried by the node's reconcile.
+func TestRefusedCreateFreesItsReservation(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.node("n2")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	f.pod("a", "n1", "pv1")
+	f.att.createErr = apierrors.NewForbidden(schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, "x", nil)
+	f.syncNode("n1")
+	f.att.createErr = nil
+	if got := len(f.att.createdOn("n1")); got != 0 {
+		t.Fatalf("n1 creates = %d, want the refused one only", got)
+	}
+	f.pod("b", "n2", "pv1")
+	f.syncNode("n2")
+	if got := len(f.att.createdOn("n2")); got != 1 {
+		t.Fatalf("n2 creates = %d after n1's create was refused, want 1", got)
+	}
+}
+
+// The creates kept in flight are sized by the client budget adc is given (the shipped
+// binaries pass their --kube-api-qps budget), not by the node workers; a host may set them.
+func TestCreatesInFlightSizedByTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want int
+	}{
+		{name: "no budget: the default", opts: Options{}, want: DefaultCreatesInFlight},
+		{name: "the binaries' defaults (20/30)", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(20, 30)}, want: 4},
+		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 32},
+		{name: "set by the host", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000), CreatesInFlight: 8}, want: 8},
+		{name: "from DefaultOptions, as the binaries build them", opts: func() Options {
+			o := DefaultOptions()
+			o.APIBudget = volumeattach.NewPriorityLimiter(1000, 2000)
+			return o
+		}(), want: 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opts.withDefaults().CreatesInFlight; got != tc.want {
+				t.Errorf("CreatesInFlight = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
