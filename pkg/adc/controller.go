@@ -107,6 +107,9 @@ type Controller struct {
 	createJobs      map[string]createJob
 	createsInFlight map[string]bool
 	createRetries   workqueue.TypedRateLimiter[string]
+	// createErrs is the last refusal of each VolumeAttachment's create, shown in its pair's
+	// reason until a create of it succeeds (under createsMu).
+	createErrs map[string]string
 
 	lookups cached.Lookups
 
@@ -146,6 +149,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		claimUsers:      cached.NewClaimUsers(),
 		createJobs:      map[string]createJob{},
 		createsInFlight: map[string]bool{},
+		createErrs:      map[string]string{},
 		createRetries:   workqueue.DefaultTypedControllerRateLimiter[string](),
 		ops:             report.NewRecent[Operation](recentOperationsSize),
 		flips:           report.NewFlips(),

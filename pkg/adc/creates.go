@@ -155,8 +155,10 @@ func (c *Controller) syncCreate(ctx context.Context, name string) (string, error
 				c.enqueueNode(n)
 			}
 		}
+		c.noteCreateErr(name, err.Error())
 		return node, fmt.Errorf("creating VolumeAttachment %s for node %s: %w", name, node, err)
 	}
+	c.noteCreateErr(name, "")
 	if stored != nil {
 		c.mem.Created(stored)
 	}
@@ -177,4 +179,33 @@ func (c *Controller) dropQueuedCreates() {
 		c.abortOp(name)
 		c.mem.CreateFailed(j.va, j.sourceKey)
 	}
+}
+
+// maxCreateErrs bounds the refusals kept for pair reasons: one per volume whose create keeps
+// failing; past it (a cluster-wide outage) the oldest are not worth keeping apart from the log.
+const maxCreateErrs = 4096
+
+// noteCreateErr records the last refusal of a VolumeAttachment's create ("" once one
+// succeeded), for the reason its pair shows on the dashboard while the create is retried.
+func (c *Controller) noteCreateErr(name, msg string) {
+	c.createsMu.Lock()
+	defer c.createsMu.Unlock()
+	if msg == "" {
+		delete(c.createErrs, name)
+		return
+	}
+	if len(c.createErrs) >= maxCreateErrs {
+		clear(c.createErrs)
+	}
+	c.createErrs[name] = msg
+}
+
+// takeCreateErr returns the last refusal of a VolumeAttachment's create, or "", and forgets
+// it: the retry that shows it queues the create again, whose answer records anew.
+func (c *Controller) takeCreateErr(name string) string {
+	c.createsMu.Lock()
+	defer c.createsMu.Unlock()
+	msg := c.createErrs[name]
+	delete(c.createErrs, name)
+	return msg
 }

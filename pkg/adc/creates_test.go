@@ -1,6 +1,7 @@
 package adc
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -161,4 +162,41 @@ func TestCreatesInFlightSizedByTheBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A refused create's error is in its pair's reason at the retry, as the dashboard shows it,
+// and gone once a create succeeds.
+func TestRefusedCreateShowsInThePairReason(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.node("n1")
+	f.volume("pv1", "h1", v1.ReadWriteOnce)
+	f.pod("a", "n1", "pv1")
+	f.att.createErr = apierrors.NewForbidden(schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, "x", nil)
+	f.syncNode("n1")
+	f.att.createErr = nil
+	f.syncNode("n1")
+	var reason string
+	for _, s := range f.c.Snapshot() {
+		if s.Pod != "" && s.Node == "n1" {
+			reason = s.Reason
+		}
+	}
+	if !strings.Contains(reason, "creating the VolumeAttachment failed, will retry") || !strings.Contains(reason, "forbidden") {
+		t.Errorf("pair reason at the retry = %q, want the refusal", reason)
+	}
+	if got := len(f.att.createdOn("n1")); got != 1 {
+		t.Fatalf("n1 creates = %d after the retry, want 1", got)
+	}
+	if msg := f.c.takeCreateErr(vaNameOf(t, f, "n1")); msg != "" {
+		t.Errorf("refusal still kept after a create succeeded: %q", msg)
+	}
+}
+
+func vaNameOf(t *testing.T, f *fixture, node string) string {
+	t.Helper()
+	vas := f.att.createdOn(node)
+	if len(vas) == 0 {
+		t.Fatalf("no VolumeAttachment created on %s", node)
+	}
+	return vas[0].Name
 }

@@ -255,6 +255,9 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	r.c.startOp(OperationAttach, va, p, r.now)
 	r.attachedThisRun[va.Name] = &attachment{va: va}
 	st.Phase = PhaseAttaching
+	if msg := r.c.takeCreateErr(va.Name); msg != "" {
+		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
+	}
 	r.creates = append(r.creates, createJob{va: va, sourceKey: p.ids.sourceKey, pod: p.podRef(), volume: p.volume})
 }
 
