@@ -32,15 +32,9 @@ func main() {
 	)
 	flag.StringVar(&scenarios, "scenarios", "100x20@1000/2000,1000x10@1000/2000,100x20@20/30", "comma-separated NODESxPODS@QPS/BURST")
 	flag.StringVar(&controllers, "controllers", "kcm,adc", "controllers to run per scenario, in order")
-	flag.StringVar(&base.ADCPath, "adc", "bin/adc", "the adc binary (make build)")
-	flag.StringVar(&base.KCMPath, "kcm", "", "the kube-controller-manager binary (make kcm-assets)")
+	base.AddFlags(flag.CommandLine, 15*time.Minute)
 	flag.StringVar(&adcFlags, "adc-flags", "", "extra flags for `adc controller`, space separated")
-	flag.DurationVar(&base.Timeout, "timeout", 15*time.Minute, "give up on a phase after")
 	flag.DurationVar(&base.SteadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
-	flag.IntVar(&base.AttacherWorkers, "attacher-workers", 16, "simulated external-attacher workers")
-	flag.IntVar(&base.SeedWorkers, "seed-workers", 64, "creates sent at once while seeding")
-	flag.StringVar(&base.SeedCache, "seed-cache", "", "keep the seeded etcd data of each size in this folder and reuse it (default: seed once per scenario into a temporary folder)")
-	flag.StringVar(&base.LogDir, "log-dir", os.TempDir(), "where the controllers' logs are kept")
 	flag.StringVar(&jsonOut, "json", "", "also write every result as JSON to this file")
 	flag.BoolVar(&calibrate, "calibrate", true, "first measure, per scenario, the write rate its control plane sustains (scenario.Calibrate), for the efficiency lines")
 	klog.InitFlags(nil)
@@ -48,15 +42,12 @@ func main() {
 	base.ADCFlags = strings.Fields(adcFlags)
 	base.Progress = os.Stdout
 
-	if base.SeedCache == "" {
-		// Both controllers of a scenario start from the same seed: keep it for this run only.
-		dir, err := os.MkdirTemp("", "adc-bench-seeds-")
-		if err != nil {
-			fail(err)
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		base.SeedCache = dir
+	// Both controllers of a scenario start from the same seed: keep it for this run only.
+	cleanup, err := base.TempSeedCache()
+	if err != nil {
+		fail(err)
 	}
+	defer cleanup()
 	var all []pair
 	for _, s := range strings.Split(scenarios, ",") {
 		c, err := parseScenario(base, strings.TrimSpace(s))

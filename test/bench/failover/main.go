@@ -33,27 +33,18 @@ func main() {
 	flag.IntVar(&c.PodsPerNode, "pods", 10, "pods per node, one PersistentVolume each")
 	flag.Float64Var(&c.QPS, "qps", 1000, "the controllers' client QPS")
 	flag.IntVar(&c.Burst, "burst", 2000, "the controllers' client burst")
-	flag.StringVar(&c.ADCPath, "adc", "bin/adc", "the adc binary (make build)")
-	flag.StringVar(&c.KCMPath, "kcm", "", "the kube-controller-manager binary (make kcm-assets)")
+	c.AddFlags(flag.CommandLine, 30*time.Minute)
 	flag.StringVar(&adcFlags, "adc-flags", "", "extra flags for `adc controller`, space separated")
-	flag.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up on a phase after")
-	flag.IntVar(&c.AttacherWorkers, "attacher-workers", 16, "simulated external-attacher workers")
-	flag.IntVar(&c.SeedWorkers, "seed-workers", 64, "creates sent at once while seeding")
-	flag.StringVar(&c.SeedCache, "seed-cache", "", "keep the seeded etcd data of each size in this folder and reuse it")
-	flag.StringVar(&c.LogDir, "log-dir", os.TempDir(), "where the controllers' logs are kept")
 	flag.StringVar(&jsonOut, "json", "", "also write the result as JSON to this file")
 	klog.InitFlags(nil)
 	flag.Parse()
 	c.ADCFlags = strings.Fields(adcFlags)
 	c.Progress = os.Stdout
-	if c.SeedCache == "" {
-		dir, err := os.MkdirTemp("", "adc-bench-seeds-")
-		if err != nil {
-			fail(err)
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		c.SeedCache = dir
+	cleanup, err := c.TempSeedCache()
+	if err != nil {
+		fail(err)
 	}
+	defer cleanup()
 	res, err := scenario.Failover(context.Background(), c)
 	if err != nil {
 		fail(err)
