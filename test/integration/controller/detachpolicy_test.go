@@ -97,8 +97,8 @@ func TestDetachPolicies(t *testing.T) {
 		defer cancel()
 		removeCRD(ctx, t, e.cp.Dynamic, crd.GetName())
 	})
-	cloud, held, other := e.driverName("dp-cloud"), e.driverName("dp-held"), e.driverName("dp-other")
-	e.startAttacher(&simulator.ExternalAttacher{Drivers: []string{cloud, held, other}})
+	cloud, held, other, fenced := e.driverName("dp-cloud"), e.driverName("dp-held"), e.driverName("dp-other"), e.driverName("dp-fence")
+	e.startAttacher(&simulator.ExternalAttacher{Drivers: []string{cloud, held, other, fenced}})
 	const maxWait = 2 * time.Second
 	ctrl := e.startController(adc.Options{MaxWaitForUnmount: maxWait, CRDPollInterval: 100 * time.Millisecond})
 
@@ -145,6 +145,43 @@ func TestDetachPolicies(t *testing.T) {
 			return s.Phase == adc.PhaseReleased && s.Detach != nil && s.Detach.Evidence == migration.EvidenceCloudShutdown
 		})
 		e.consistently("the Ready node's volume kept despite the taint", maxWait+time.Second, e.keptAttached(upVA, up, upUnique))
+	})
+
+	t.Run("a fencing operator's taint, and the out-of-service taint, each detach at once", func(t *testing.T) {
+		e := e.withT(t)
+		const fenceTaint = "fence.example.com/fenced"
+		e.applyPolicy(&detachv1alpha1.DetachPolicy{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-fence"}, Spec: detachv1alpha1.DetachPolicySpec{
+			Volumes:  detachv1alpha1.VolumeSelector{Drivers: []string{fenced}},
+			Evidence: []detachv1alpha1.EvidenceKind{detachv1alpha1.EvidenceFencing, detachv1alpha1.EvidenceOutOfService},
+			Fencing:  &detachv1alpha1.Fencing{Taints: []string{fenceTaint}},
+			Timeout:  detachv1alpha1.TimeoutNever,
+		}})
+		e.policyValid(e.ns+"-fence", metav1.ConditionTrue)
+		for _, tc := range []struct {
+			node     string
+			taint    v1.Taint
+			evidence migration.Evidence
+		}{
+			{"dp-fenced", v1.Taint{Key: fenceTaint, Effect: v1.TaintEffectNoExecute}, migration.EvidenceFenced},
+			{"dp-oos", v1.Taint{Key: v1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute}, migration.EvidenceOutOfService},
+		} {
+			node := e.node(tc.node, true)
+			va, unique := e.attachedCSI(tc.node+"-app", node, fenced, "h-"+tc.node)
+			if err := e.kubelet.SetVolumesInUse(e.ctx, node, unique); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.kubelet.SetReady(e.ctx, node, false, time.Now().Truncate(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			e.consistently("held (no timeout) before the taint", 500*time.Millisecond, e.keptAttached(va, node, unique))
+			tainted := time.Now()
+			e.taint(node, tc.taint)
+			e.eventually("detached on the "+string(tc.evidence)+" evidence, its pod still there", 5*time.Second, e.vaGone(va))
+			t.Logf("%s: detached %s after the taint", tc.evidence, time.Since(tainted).Round(10*time.Millisecond))
+			e.pairIs(ctrl.Controller, node, tc.node+"-app", "data-0", 5*time.Second, func(s adc.PairState) bool {
+				return s.Phase == adc.PhaseReleased && s.Detach != nil && s.Detach.Evidence == tc.evidence
+			})
+		}
 	})
 
 	t.Run("no timeout holds beyond max-wait-for-unmount; a timeout set later detaches", func(t *testing.T) {
