@@ -224,10 +224,13 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		c.seedDrivers = seedapi.NewDriverSource(client, dyn, opts.CRDPollInterval, c.enqueueAllNodes)
 		c.lookups.Seed = c.seedDrivers
 	}
+	// The built-in rule until DetachPolicies are read (or for good, without a dynamic
+	// client): compiled once, not on every lookup.
+	c.detachRules.Store(migration.CompileDetachPolicies(nil, opts.MaxWaitForUnmount))
 	if dyn != nil {
 		c.policySource = seedapi.NewPolicySource(client, dyn, opts.CRDPollInterval, c.policiesChanged)
 		c.policyStatus = policystatus.New(policystatus.Options{
-			Policies: c.policySource.List, Verdicts: func() map[string]migration.PolicyVerdict { return c.DetachRules().Verdicts },
+			Policy: c.policySource.Get, Verdicts: func() map[string]migration.PolicyVerdict { return c.DetachRules().Verdicts },
 			Client: dyn, Recorder: c.recorder, FieldManager: volumeattach.FieldManager, Clock: opts.Clock})
 	}
 	return c, nil

@@ -24,6 +24,7 @@ func (c *Controller) DetachRules() *migration.DetachPolicies {
 	if p := c.detachRules.Load(); p != nil {
 		return p
 	}
+	// A Controller not made by New (unit tests): the built-in rule.
 	return migration.CompileDetachPolicies(nil, c.opts.MaxWaitForUnmount)
 }
 

@@ -28,8 +28,8 @@ const ReasonInvalid = "InvalidDetachPolicy"
 
 // Options are what the writer reads and writes through.
 type Options struct {
-	// Policies lists the cached policies.
-	Policies func() []*detachv1alpha1.DetachPolicy
+	// Policy returns the cached policy named name, or nil.
+	Policy func(name string) *detachv1alpha1.DetachPolicy
 	// Verdicts returns adc's current verdict per policy name.
 	Verdicts func() map[string]migration.PolicyVerdict
 	// Client writes the status subresource of DetachPolicies.
@@ -85,12 +85,7 @@ func (w *Writer) processNext(ctx context.Context) bool {
 // sync writes adc's verdict on one policy into its status condition Valid when it changed,
 // with an Event when the policy is ignored.
 func (w *Writer) sync(ctx context.Context, name string) error {
-	var pol *detachv1alpha1.DetachPolicy
-	for _, p := range w.opts.Policies() {
-		if p.Name == name {
-			pol = p
-		}
-	}
+	pol := w.opts.Policy(name)
 	if pol == nil {
 		return nil // deleted
 	}

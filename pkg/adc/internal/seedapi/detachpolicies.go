@@ -52,6 +52,14 @@ func (s *PolicySource) List() []*detachv1alpha1.DetachPolicy {
 	return out
 }
 
+// Get returns the cached policy named name, or nil.
+func (s *PolicySource) Get(name string) *detachv1alpha1.DetachPolicy {
+	if s == nil {
+		return nil
+	}
+	return s.crdSource.get(name)
+}
+
 // Start finds out whether the CRD is served and readable. If it is, it runs the informer and
 // returns once it has synced (or ctx ended); if not, it says so once in the log and keeps
 // looking in the background.
