@@ -33,8 +33,8 @@ func (o *Options) SecureConfig(kubeconfig string) (*SecureConfig, error) {
 	}
 	s := o.SecureServing
 	// As kube-controller-manager: a certificate for localhost and 127.0.0.1 (and the bind
-	// address) when none is given, made in memory.
-	if err := s.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+	// address) when none is given, made in memory (defaultServingCert).
+	if err := defaultServingCert(s, "localhost", []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("generating a self-signed serving certificate (or give --tls-cert-file and --tls-private-key-file): %w", err)
 	}
 	c := &SecureConfig{}
