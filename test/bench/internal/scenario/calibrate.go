@@ -26,8 +26,9 @@ type Calibration struct {
 	// Creates is how many VolumeAttachments were created; InFlight how many were sent at once.
 	Creates, InFlight int
 	// AllCreated is from the first create sent until the harness's watch saw the last one;
-	// AllAttached until the simulated attacher had marked every one attached.
-	AllCreated, AllAttached time.Duration
+	// AllAttached until the simulated attacher had marked every one attached, and
+	// AttachedP50 until the harness's watch saw half of them attached.
+	AllCreated, AllAttached, AttachedP50 time.Duration
 	// Rate is Creates / AllCreated: writes per second this control plane sustains.
 	Rate float64
 	// Load is the machine's 1-minute load average when the burst ended.
@@ -112,9 +113,10 @@ func Calibrate(ctx context.Context, c Config) (*Calibration, error) {
 		}
 	}
 	k.AllAttached = time.Since(start)
+	k.AttachedP50 = w.attachedPercentile(start, 50)
 	k.Rate = float64(n) / k.AllCreated.Seconds()
 	k.Load = loadAverage()
-	fmt.Fprintf(c.Progress, "  calibrated: %d creates in %.2fs (%.0f writes/s), all attached after %.2fs; load average %.1f\n",
-		n, k.AllCreated.Seconds(), k.Rate, k.AllAttached.Seconds(), k.Load)
+	fmt.Fprintf(c.Progress, "  calibrated: %d creates in %.2fs (%.0f writes/s), all attached after %.2fs (half after %.2fs); load average %.1f\n",
+		n, k.AllCreated.Seconds(), k.Rate, k.AllAttached.Seconds(), k.AttachedP50.Seconds(), k.Load)
 	return k, nil
 }

@@ -83,6 +83,15 @@ func (r *Result) AttacherBound() time.Duration {
 	return max(r.IdealAllListed(), r.Calibration.AllAttached)
 }
 
+// AttacherBoundP50 is AttacherBound for half the volumes: the calibration's time to half
+// attached, or IdealP50 if later.
+func (r *Result) AttacherBoundP50() time.Duration {
+	if r.Calibration == nil {
+		return 0
+	}
+	return max(r.IdealP50(), r.Calibration.AttachedP50)
+}
+
 // IdealP50 is the soonest half the volumes can be listed: half the writes, nodes finished
 // one after another.
 func (r *Result) IdealP50() time.Duration { return r.IdealAllListed() / 2 }

@@ -142,6 +142,18 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[max(0, min(i, len(d)-1))]
 }
 
+// attachedPercentile is the p-th percentile of when volumes were first seen attached,
+// counted from start.
+func (w *watcher) attachedPercentile(start time.Time, p float64) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := make([]time.Duration, 0, len(w.attached))
+	for _, t := range w.attached {
+		d = append(d, t.Sub(start))
+	}
+	return percentile(d, p)
+}
+
 // lastCreated is when the last VolumeAttachment seen was first seen.
 func (w *watcher) lastCreated() time.Time {
 	w.mu.Lock()
