@@ -47,7 +47,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/creates"
+	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
@@ -93,28 +96,19 @@ type Controller struct {
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	attachments volumeattach.AttachmentWriter
-	status      volumeattach.StatusWriter
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	// createQueue carries the names of the VolumeAttachments node reconciles decided to
-	// create, in the order decided; createJobs holds each queued create and createsInFlight
-	// each one sent and not yet answered (true: a reconcile waits for its answer), both under
-	// createsMu. Its workers (Options.CreatesInFlight) send them, so creates are not limited
-	// by how many nodes reconcile at once. createRetries is the backoff of failed creates,
-	// per name.
-	createQueue     workqueue.TypedInterface[string]
-	createsMu       sync.Mutex
-	createJobs      map[string]createJob
-	createsInFlight map[string]bool
-	createRetries   workqueue.TypedRateLimiter[string]
-	// createErrs is the last refusal of each VolumeAttachment's create, shown in its pair's
-	// reason until a create of it succeeds (under createsMu).
-	createErrs map[string]string
+	// creates is the create queue: the VolumeAttachment creates node reconciles decided, sent
+	// by its own workers (Options.CreatesInFlight), so creates are not limited by how many
+	// nodes reconcile at once.
+	creates *creates.Queue
+	// nodeStatus writes the nodes' status.volumesAttached from statusQueue; its locks also
+	// serialize, per node, status writes and detach decisions.
+	nodeStatus *nodestatus.Updater
+	// expectations ends the create expectations the informer never will.
+	expectations *expectcheck.Checker
 
 	lookups cached.Lookups
-
-	// statusLocks serialize, per node (striped), status writes and detach decisions.
-	statusLocks [statusLockStripes]sync.Mutex
 
 	flips *report.Flips
 
@@ -140,26 +134,22 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c := &Controller{
-		client:          client,
-		opts:            opts,
-		attachments:     opts.Attachments,
-		status:          opts.NodeStatus,
-		recorder:        opts.Recorder,
-		pending:         report.NewPending(),
-		claimUsers:      cached.NewClaimUsers(),
-		createJobs:      map[string]createJob{},
-		createsInFlight: map[string]bool{},
-		createErrs:      map[string]string{},
-		createRetries:   workqueue.DefaultTypedControllerRateLimiter[string](),
-		ops:             report.NewRecent[Operation](recentOperationsSize),
-		flips:           report.NewFlips(),
-		pairs:           report.NewPairs(),
+		client:      client,
+		opts:        opts,
+		attachments: opts.Attachments,
+		recorder:    opts.Recorder,
+		pending:     report.NewPending(),
+		claimUsers:  cached.NewClaimUsers(),
+		ops:         report.NewRecent[Operation](recentOperationsSize),
+		flips:       report.NewFlips(),
+		pairs:       report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
 	}
-	if c.status == nil {
-		c.status = &volumeattach.ClientStatusWriter{Client: client}
+	statusWriter := opts.NodeStatus
+	if statusWriter == nil {
+		statusWriter = &volumeattach.ClientStatusWriter{Client: client}
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
@@ -171,7 +161,6 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
-	c.createQueue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: createQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -187,8 +176,14 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
-	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
+	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
+	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.pending.Abort,
+		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
+	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
+		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode})
+	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
+		Abort: c.pending.Abort, Wake: c.enqueueNode})
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -242,7 +237,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
-	defer c.createQueue.ShutDown()
+	defer c.creates.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -286,7 +281,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		wait.UntilWithContext(ctx, c.checkExpectations, c.opts.ExpectationCheckInterval)
+		wait.UntilWithContext(ctx, c.expectations.Check, c.opts.ExpectationCheckInterval)
 	}()
 	for i := 0; i < workers; i++ {
 		wg.Add(2)
@@ -295,7 +290,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	for i := 0; i < c.opts.CreatesInFlight; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runCreateWorker, 0) }()
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.creates.Work, 0) }()
 	}
 	if c.policyStatus != nil {
 		wg.Add(1)
@@ -304,9 +299,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
-	c.createQueue.ShutDown()
+	c.creates.ShutDown()
 	wg.Wait()
-	c.dropQueuedCreates()
+	c.creates.DropQueued()
 }
 
 // HasSynced reports whether the caches have synced and workers started; hosts use it for
@@ -355,7 +350,7 @@ func (c *Controller) processNextStatus(ctx context.Context) bool {
 	defer c.statusQueue.Done(name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
 	ctx = klog.NewContext(ctx, logger)
-	retryAfter, err := c.syncNodeStatus(ctx, name)
+	retryAfter, err := c.nodeStatus.Sync(ctx, name)
 	switch {
 	case err != nil:
 		logger.Error(err, "Updating node status.volumesAttached failed, will retry")

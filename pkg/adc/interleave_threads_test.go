@@ -2,7 +2,6 @@ package adc
 
 import (
 	"fmt"
-	"hash/fnv"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -164,7 +163,7 @@ func (h *harness) learnStatusLock(t *thread) {
 // stripeLocked reports whether node's status lock stripe is locked now. Only the harness's
 // goroutine runs while it looks, so the answer holds until a thread runs again.
 func (h *harness) stripeLocked(node string) bool {
-	mu := &h.c.statusLocks[statusStripe(node)]
+	mu := h.c.nodeStatus.Locks().Stripe(node)
 	if mu.TryLock() {
 		mu.Unlock()
 		return false
@@ -239,18 +238,11 @@ func (h *harness) mayTakeStatusLock(t *thread) bool {
 // or nil.
 func (h *harness) statusLockHolder(node string, except *thread) *thread {
 	for _, o := range h.threads {
-		if o != except && !o.done && o.holdsStatusLock && statusStripe(o.node) == statusStripe(node) {
+		if o != except && !o.done && o.holdsStatusLock && h.c.nodeStatus.Locks().Stripe(o.node) == h.c.nodeStatus.Locks().Stripe(node) {
 			return o
 		}
 	}
 	return nil
-}
-
-// statusStripe is the stripe of lockNodeStatus a node's status lock is on.
-func statusStripe(node string) uint32 {
-	f := fnv.New32a()
-	_, _ = f.Write([]byte(node))
-	return f.Sum32() % statusLockStripes
 }
 
 // abandon lets every parked thread run to its end, answering its calls with errors, so that

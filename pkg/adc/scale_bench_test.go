@@ -168,7 +168,7 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 		s.c.endAttachIfDone(attached)
 	}
 	for _, n := range s.nodes {
-		if _, err := s.c.syncNodeStatus(ctx, n); err != nil {
+		if _, err := s.c.nodeStatus.Sync(ctx, n); err != nil {
 			tb.Fatal(err)
 		}
 	}
