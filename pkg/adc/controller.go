@@ -113,10 +113,10 @@ type Controller struct {
 	flips *report.Flips
 
 	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
-	// its invariants); pending the CSI operations under way, for metrics.
-	mem     *memory.Memory
-	pending *report.Pending
-	ops     *report.Recent[Operation]
+	// its invariants); ops the attach and detach operations, under way and finished, for
+	// metrics and the dashboard.
+	mem *memory.Memory
+	ops *report.Operations
 
 	// pairs is the snapshot of every node's pairs, for metrics and the dashboard.
 	pairs *report.Pairs
@@ -138,9 +138,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		opts:        opts,
 		attachments: opts.Attachments,
 		recorder:    opts.Recorder,
-		pending:     report.NewPending(),
 		claimUsers:  cached.NewClaimUsers(),
-		ops:         report.NewRecent[Operation](recentOperationsSize),
+		ops:         report.NewOperations(recentOperationsSize, opts.Observer, opts.Clock),
 		flips:       report.NewFlips(),
 		pairs:       report.NewPairs(),
 	}
@@ -178,12 +177,12 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.vas = vaInf.GetIndexer()
 	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
-	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.pending.Abort,
+	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
 		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
-		Abort: c.pending.Abort, Wake: c.enqueueNode})
+		Abort: c.ops.Abort, Wake: c.enqueueNode})
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer

@@ -237,19 +237,19 @@ func (r *nodeRun) detach(ctx context.Context, a *actual.Attachment, forced strin
 		r.c.mem.RequestDelete(a.VA, r.now)
 		if err := r.c.attachments.Delete(ctx, a.VA.Name, a.VA.UID); err != nil {
 			r.c.mem.CancelDelete(a.VA)
-			r.c.abortOp(a.VA.Name)
+			r.c.ops.Abort(a.VA.Name)
 			r.errs = append(r.errs, err)
 			return false
 		}
 		if forced != "" {
-			r.c.forced(forced)
+			r.c.ops.Forced(forced)
 		}
 		if obj, ok, _ := r.c.vas.GetByKey(a.VA.Name); !ok {
 			// Already gone from the store (its delete event may have come before the
 			// operation started): nothing will end the operation.
-			r.c.abortOp(a.VA.Name)
+			r.c.ops.Abort(a.VA.Name)
 		} else if va, isVA := cached.VAOf(obj); isVA && va.UID != a.VA.UID {
-			r.c.abortOp(a.VA.Name)
+			r.c.ops.Abort(a.VA.Name)
 		}
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.VA.Name), "uniqueName", a.UniqueName)
 		return true
@@ -263,13 +263,13 @@ func (r *nodeRun) detach(ctx context.Context, a *actual.Attachment, forced strin
 	}
 	start := r.c.opts.Clock.Now()
 	err := attacher.Detach(ctx, a.InTree.Volume, r.node.Name)
-	r.c.completedInTree(OperationDetach, r.node.Name, a.InTree.Volume, start, err)
+	r.c.ops.InTree(OperationDetach, r.node.Name, a.InTree.Volume.UniqueName, a.InTree.Volume.Plugin, start, err)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.UniqueName, r.node.Name, err))
 		return false
 	}
 	if forced != "" {
-		r.c.forced(forced)
+		r.c.ops.Forced(forced)
 	}
 	logger.V(2).Info("Detached in-tree volume", "uniqueName", a.UniqueName)
 	for _, n := range r.c.mem.ForgetInTree(r.node.Name, a.UniqueName) {

@@ -38,12 +38,12 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 	opts := DefaultOptions()
 	opts.Clock = clk
 	c := &Controller{
-		client: client, opts: opts, vas: store, pending: report.NewPending(),
+		client: client, opts: opts, vas: store, ops: report.NewOperations(1, nil, clk),
 		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
 	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: clk, NewBackOff: c.newBackoff})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: clk,
-		Abort: c.pending.Abort, Wake: c.enqueueNode})
+		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	t.Cleanup(c.nodeQueue.ShutDown)
 	return c, clk
 }

@@ -166,7 +166,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj interface{}) {
 			if va, ok := cached.VAOf(obj); ok {
 				created := c.mem.Observed(va)
-				c.endAttachIfDone(va)
+				c.ops.AttachObserved(va)
 				if created && vaPending(va) {
 					// The reconcile that created it already counts it as attaching.
 					return
@@ -180,7 +180,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.mem.Observed(va)
-			c.endAttachIfDone(va)
+			c.ops.AttachObserved(va)
 			prev, ok := cached.VAOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)
@@ -206,7 +206,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
-			c.vaDeleted(va)
+			c.ops.Deleted(va)
 			for _, node := range c.mem.Gone(va) {
 				c.enqueueNode(node)
 			}

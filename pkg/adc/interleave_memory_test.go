@@ -63,7 +63,7 @@ func memoryCheckerDigest(c *Controller) string { return c.mem.CheckerDigest() }
 // same memory behave the same from there on) and prints it in traces.
 func memoryDigest(c *Controller) string {
 	lines := []string{c.mem.Digest()}
-	for _, name := range c.pending.Names() {
+	for _, name := range c.ops.Names() {
 		lines = append(lines, "op "+name)
 	}
 	// The pair snapshot decides whether an attached VolumeAttachment needs a reconcile
@@ -81,7 +81,7 @@ func memoryDigest(c *Controller) string {
 // under way).
 func memoryLeftovers(c *Controller, liveNodes map[string]bool) []string {
 	out := c.mem.Leftovers(liveNodes)
-	if ops := c.pending.Names(); len(ops) > 0 {
+	if ops := c.ops.Names(); len(ops) > 0 {
 		out = append(out, "operations under way: "+strings.Join(ops, " "))
 	}
 	return out

@@ -277,7 +277,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
 	start := r.c.opts.Clock.Now()
 	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
-	r.c.completedInTree(OperationAttach, r.node.Name, vol, start, err)
+	r.c.ops.InTree(OperationAttach, r.node.Name, vol.UniqueName, vol.Plugin, start, err)
 	r.c.mem.Release(p.ids.SourceKey, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)

@@ -49,7 +49,7 @@ type Memory interface {
 type Options struct {
 	Writer volumeattach.AttachmentWriter
 	Memory Memory
-	// Abort forgets the attach operation of a create that was never made (report.Pending).
+	// Abort forgets the attach operation of a create that was never made (report.Operations).
 	Abort func(vaName string)
 	// Wake queues a node for reconcile at once, Retry after a delay (a failed create is
 	// decided again by its node's reconcile, not resent as it was).

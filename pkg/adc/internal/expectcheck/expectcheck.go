@@ -38,7 +38,7 @@ type Options struct {
 	Store  Store
 	Client kubernetes.Interface
 	Clock  clock.PassiveClock
-	// Abort forgets the attach operation of a create that turned out gone (report.Pending).
+	// Abort forgets the attach operation of a create that turned out gone (report.Operations).
 	Abort func(vaName string)
 	// Wake queues a node for reconcile: its actual state changed, or it waited for a volume.
 	Wake func(node string)
