@@ -49,6 +49,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
+	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
@@ -107,6 +108,8 @@ type Controller struct {
 	nodeStatus *nodestatus.Updater
 	// expectations ends the create expectations the informer never will.
 	expectations *expectcheck.Checker
+	// inTree calls the host's in-tree attacher, if any.
+	inTree *intree.Plugins
 
 	lookups cached.Lookups
 
@@ -183,6 +186,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
 		Abort: c.ops.Abort, Wake: c.enqueueNode})
+	c.inTree = intree.New(intree.Options{Attacher: opts.InTreeAttacher, Memory: c.mem, Ops: c.ops, Clock: opts.Clock,
+		VerifyPeriod: opts.InTreeVerifyPeriod, Wake: c.enqueueNode})
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -97,7 +96,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 		return
 	}
 	job := detachJob{a: a, notReadySince: migration.NotReadySince(node)}
-	if inUse, why := volumeInUse(node, a); inUse {
+	if inUse, why := a.InUseOn(node); inUse {
 		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", a.Name(), node.Name, verdict.Reason, why)
 		if rule.Policy != migration.BuiltInRule {
 			msg += " (DetachPolicy " + rule.Policy + ")"
@@ -120,7 +119,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 		// From here on no status write lists the volume again (the status lock, held since
 		// the fresh read, means none is in flight now).
 		r.c.mem.MarkDetaching(r.node.Name, a.UniqueName)
-		if listed(node, a.UniqueName) {
+		if a.ListedOn(node) {
 			st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
 			return
 		}
@@ -149,7 +148,7 @@ type detachJob struct {
 // inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
 // to detach it anyway (its rule's verdict); then it fills in why and when to look again.
 func (r *nodeRun) inUseBlocks(node *v1.Node, a *actual.Attachment, st *PairState) bool {
-	inUse, why := volumeInUse(node, a)
+	inUse, why := a.InUseOn(node)
 	if !inUse {
 		return false
 	}
@@ -254,58 +253,17 @@ func (r *nodeRun) detach(ctx context.Context, a *actual.Attachment, forced strin
 		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.VA.Name), "uniqueName", a.UniqueName)
 		return true
 	}
-	attacher := r.c.opts.InTreeAttacher
-	if attacher == nil {
+	if !r.c.inTree.Available() {
 		// Nothing can detach it here; it stays listed as it was, and the host that can detach
 		// it must take over. Never drop it silently.
 		r.errs = append(r.errs, fmt.Errorf("in-tree volume %s on node %s is no longer used but this adc has no in-tree attacher to detach it: run adc inside a host that provides one, or detach it by hand", a.UniqueName, r.node.Name))
 		return false
 	}
-	start := r.c.opts.Clock.Now()
-	err := attacher.Detach(ctx, a.InTree.Volume, r.node.Name)
-	r.c.ops.InTree(OperationDetach, r.node.Name, a.InTree.Volume.UniqueName, a.InTree.Volume.Plugin, start, err)
-	if err != nil {
+	if err := r.c.inTree.Detach(ctx, a.InTree.Volume, r.node.Name, forced); err != nil {
 		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.UniqueName, r.node.Name, err))
 		return false
 	}
-	if forced != "" {
-		r.c.ops.Forced(forced)
-	}
-	logger.V(2).Info("Detached in-tree volume", "uniqueName", a.UniqueName)
-	for _, n := range r.c.mem.ForgetInTree(r.node.Name, a.UniqueName) {
-		r.c.enqueueNode(n)
-	}
 	return true
-}
-
-// volumeInUse reports whether the kubelet lists the attachment in status.volumesInUse. When
-// the attachment's unique name cannot be known (its PersistentVolume is gone), any in-use
-// volume of the same driver counts: adc does not detach what it cannot rule out.
-func volumeInUse(node *v1.Node, a *actual.Attachment) (bool, string) {
-	if a.UniqueName != "" {
-		for _, u := range node.Status.VolumesInUse {
-			if string(u) == a.UniqueName {
-				return true, "the kubelet reports volume " + a.UniqueName + " in use"
-			}
-		}
-		return false, ""
-	}
-	prefix := migration.CSIUniqueName(a.Driver, "") // <plugin>/<driver>^
-	for _, u := range node.Status.VolumesInUse {
-		if strings.HasPrefix(string(u), prefix) {
-			return true, "the volume of VolumeAttachment " + a.Name() + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.Driver + " in use"
-		}
-	}
-	return false, ""
-}
-
-func listed(node *v1.Node, unique string) bool {
-	for _, av := range node.Status.VolumesAttached {
-		if string(av.Name) == unique {
-			return true
-		}
-	}
-	return false
 }
 
 // syncGoneNode detaches everything attached to a deleted node that adc managed: there is no

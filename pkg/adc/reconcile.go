@@ -12,6 +12,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
+	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -80,7 +81,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	}
 	c.trackFlips(logger, node, now)
 
-	verifyIn := c.verifyInTree(ctx, name, now)
+	verifyIn := c.inTree.Verify(ctx, name, now)
 	pairs, released := c.releasedByEvidence(node, c.desiredPairs(node), now)
 	atts := actual.Read(c.mem, c.lookups, node)
 	present := make(map[string]bool, len(atts))
@@ -264,10 +265,8 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
-	logger := klog.FromContext(ctx)
-	attacher := r.c.opts.InTreeAttacher
-	if attacher == nil {
-		st.Reason = noInTreeAttacherReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
+	if !r.c.inTree.Available() {
+		st.Reason = intree.HeldReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
 		r.hold(ctx, p, st, "")
 		return
 	}
@@ -275,10 +274,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		return
 	}
 	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
-	start := r.c.opts.Clock.Now()
-	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
-	r.c.ops.InTree(OperationAttach, r.node.Name, vol.UniqueName, vol.Plugin, start, err)
-	r.c.mem.Release(p.ids.SourceKey, r.node.Name)
+	devicePath, err := r.c.inTree.Attach(ctx, vol, r.node.Name, p.ids.SourceKey)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
@@ -287,9 +283,8 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.c.mem.RecordInTree(r.node.Name, vol, devicePath)
 	r.attachedThisRun[p.d.UniqueName] = &actual.Attachment{UniqueName: p.d.UniqueName, Attached: true}
-	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
+	klog.FromContext(ctx).V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
 

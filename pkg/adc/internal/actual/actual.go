@@ -57,6 +57,38 @@ func (a *Attachment) Name() string {
 	return a.UniqueName
 }
 
+// InUseOn reports whether the kubelet lists the attachment in node's status.volumesInUse,
+// and why. When the attachment's unique name cannot be known (its PersistentVolume is gone),
+// any in-use volume of the same driver counts: adc does not detach what it cannot rule out.
+func (a *Attachment) InUseOn(node *v1.Node) (bool, string) {
+	if a.UniqueName != "" {
+		for _, u := range node.Status.VolumesInUse {
+			if string(u) == a.UniqueName {
+				return true, "the kubelet reports volume " + a.UniqueName + " in use"
+			}
+		}
+		return false, ""
+	}
+	prefix := migration.CSIUniqueName(a.Driver, "") // <plugin>/<driver>^
+	for _, u := range node.Status.VolumesInUse {
+		if strings.HasPrefix(string(u), prefix) {
+			return true, "the volume of VolumeAttachment " + a.Name() + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.Driver + " in use"
+		}
+	}
+	return false, ""
+}
+
+// ListedOn reports whether node's status.volumesAttached lists the attachment: a detach
+// waits until it does not.
+func (a *Attachment) ListedOn(node *v1.Node) bool {
+	for _, av := range node.Status.VolumesAttached {
+		if string(av.Name) == a.UniqueName {
+			return true
+		}
+	}
+	return false
+}
+
 // PVIdentity names a CSI PersistentVolume's driver and handle from the informer cache
 // (cached.Lookups); false when the volume is not cached.
 type PVIdentity interface {

@@ -3,6 +3,7 @@ package actual
 import (
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,6 +57,27 @@ func TestIndexFind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := x.Find(tc.id); got != tc.want {
 				t.Errorf("Find = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVolumeInUse(t *testing.T) {
+	node := &v1.Node{Status: v1.NodeStatus{VolumesInUse: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1", "kubernetes.io/gce-pd/disk"}}}
+	for _, tc := range []struct {
+		name string
+		a    *Attachment
+		want bool
+	}{
+		{"listed csi volume", &Attachment{UniqueName: "kubernetes.io/csi/d^h1"}, true},
+		{"listed in-tree volume", &Attachment{UniqueName: "kubernetes.io/gce-pd/disk"}, true},
+		{"not listed", &Attachment{UniqueName: "kubernetes.io/csi/d^h2"}, false},
+		{"unknown name, same driver in use: assume in use", &Attachment{Driver: "d"}, true},
+		{"unknown name, driver not in use", &Attachment{Driver: "other"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, why := tc.a.InUseOn(node); got != tc.want {
+				t.Errorf("InUseOn = %v (%s), want %v", got, why, tc.want)
 			}
 		})
 	}
