@@ -5,23 +5,32 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the three queues (nodes, node status, creates) and their workers
+//	controller.go, options.go   New, Run, the node and status queues and their workers; Options
 //	handlers.go, indexers.go    informer event handlers: what change re-decides which node
 //	reconcile.go                syncNode: desired pairs against actual attachments, per node
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
-//	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
-//	creates.go                  the create queue: the VolumeAttachment creates reconciles decided
 //	detach.go                   the detach half of a reconcile; detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
-//	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
-//	expectations.go             the checker that ends create expectations the informer never will
-//	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
-//	snapshot.go, operations.go, flips.go, recent.go
+//	world.go                    what memory and the checker read of the informer stores
+//	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
+//	informers.go, name.go       adc's own informer factory; its name in kube-controller-manager
+//	report.go, operations.go, flips.go
 //	                            what adc reports: pair states, operations, migration flips
 //
-// and, under internal/: memory (adc's memory between reconciles, behind one lock, with its
-// invariants), cached (the compact informer forms), seedapi (the seed-API and DetachPolicy
-// sources), policystatus (DetachPolicy status), multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
+// and, under internal/, one job per package, each owning its state and lock if it has any;
+// none imports pkg/adc:
+//
+//	memory       adc's memory between reconciles, behind one lock, with its invariants
+//	actual       a node's actual state, rebuilt from memory's view; which attachment is a volume's
+//	creates      the create queue: decided VolumeAttachment creates, sent by its own workers
+//	nodestatus   status.volumesAttached, written from the status queue; the per-node status locks
+//	expectcheck  the checker that ends create expectations the informer never will
+//	intree       the calls to a host's in-tree attacher, and the periodic check of their result
+//	cached       the compact informer forms; which updates change what adc reads
+//	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
+//	report       pair states, operations and flips, for metrics and the dashboard; multimap
+//
+// pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.
 package adc
 

@@ -198,9 +198,9 @@ func (f *fixture) checkMemory(step string) {
 func (f *fixture) syncStatus(name string) {
 	f.t.Helper()
 	if _, err := f.c.nodeStatus.Sync(f.ctx, name); err != nil {
-		f.t.Logf("syncNodeStatus %s: %v", name, err)
+		f.t.Logf("node status sync %s: %v", name, err)
 	}
-	f.checkMemory("syncNodeStatus " + name)
+	f.checkMemory("node status sync " + name)
 }
 
 // recordingAttachments is an AttachmentWriter over the fake clientset that records each call

@@ -337,7 +337,7 @@ func (h *harness) finished(t *thread) {
 	}
 	switch {
 	case t.kind == threadCreate:
-		// processNextCreate: a failed create retries its node's reconcile after a backoff
+		// creates.Queue.ProcessNext: a failed create retries its node's reconcile after a backoff
 		// (any later step).
 		if t.err != nil && t.createNode != "" {
 			h.nodeDirty[t.createNode] = true
