@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -116,7 +117,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
-			case cached.NodeOnlyListsMore(o, n):
+			case nodestatus.OnlyListsMore(o, n):
 				// Mostly adc's own status writes coming back: no decision reads what changed,
 				// only the status worker compares it with what the node should list. (A volume
 				// leaving the list may let a detach go on: that re-reconciles the node.)

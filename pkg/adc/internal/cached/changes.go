@@ -1,28 +1,12 @@
 package cached
 
 import (
-	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
-// Which updates matter: the informer handlers re-decide a node only for an update that
-// changed something adc reads of the object (what the compact forms keep).
-
-// NodeOnlyListsMore reports whether a Node update changed nothing but its resourceVersion,
-// managedFields and status.volumesAttached, keeping every volume the old one listed.
-func NodeOnlyListsMore(old, cur *v1.Node) bool {
-	if !volumeattach.OnlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
-		return false
-	}
-	o, n := *old, *cur
-	o.ResourceVersion, n.ResourceVersion = "", ""
-	o.ManagedFields, n.ManagedFields = nil, nil
-	o.Status.VolumesAttached, n.Status.VolumesAttached = nil, nil
-	return equality.Semantic.DeepEqual(&o, &n)
-}
+// Which VolumeAttachment updates matter: the informer handler re-decides a node only for an
+// update that changed something adc reads of the object (what the compact form keeps).
 
 // VAUpdate is what a VolumeAttachment update changed of what adc reads: its identity, spec,
 // deletion, status.attached and status.attachError.

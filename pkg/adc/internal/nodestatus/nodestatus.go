@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -113,6 +114,20 @@ func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Durati
 	}
 	logger.V(4).Info("Updated node status.volumesAttached", "volumes", len(want), "previously", len(have))
 	return 0, nil
+}
+
+// OnlyListsMore reports whether a Node update changed nothing but its resourceVersion,
+// managedFields and status.volumesAttached, keeping every volume the old one listed: mostly
+// the updater's own writes coming back, for a Sync to compare, not a reconcile.
+func OnlyListsMore(old, cur *v1.Node) bool {
+	if !volumeattach.OnlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
+		return false
+	}
+	o, n := *old, *cur
+	o.ResourceVersion, n.ResourceVersion = "", ""
+	o.ManagedFields, n.ManagedFields = nil, nil
+	o.Status.VolumesAttached, n.Status.VolumesAttached = nil, nil
+	return equality.Semantic.DeepEqual(&o, &n)
 }
 
 // SaturatedDelay bounds how long a newly attached volume waits for its node's pending
