@@ -26,7 +26,7 @@
 //	nodestatus   status.volumesAttached, written from the status queue; the per-node status locks
 //	expectcheck  the checker that ends create expectations the informer never will
 //	intree       the calls to a host's in-tree attacher, and the periodic check of their result
-//	cached       the compact informer forms; which updates change what adc reads
+//	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
 //	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
 //	report       pair states, operations and flips, for metrics and the dashboard; multimap
 //
