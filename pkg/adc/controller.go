@@ -5,23 +5,32 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the three queues (nodes, node status, creates) and their workers
+//	controller.go, options.go   New, Run, the node and status queues and their workers; Options
 //	handlers.go, indexers.go    informer event handlers: what change re-decides which node
 //	reconcile.go                syncNode: desired pairs against actual attachments, per node
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
-//	actual.go                   actual state: VolumeAttachments, expected creates, in-tree attachments
-//	creates.go                  the create queue: the VolumeAttachment creates reconciles decided
 //	detach.go                   the detach half of a reconcile; detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
-//	status.go                   syncNodeStatus: status.volumesAttached, written by its own queue
-//	expectations.go             the checker that ends create expectations the informer never will
-//	intree.go, events.go        the in-tree attacher boundary; one Event per pod and reason
-//	snapshot.go, operations.go, flips.go, recent.go
+//	world.go                    what memory and the checker read of the informer stores
+//	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
+//	informers.go, name.go       adc's own informer factory; its name in kube-controller-manager
+//	report.go, operations.go, flips.go
 //	                            what adc reports: pair states, operations, migration flips
 //
-// and, under internal/: memory (adc's memory between reconciles, behind one lock, with its
-// invariants), cached (the compact informer forms), seedapi (the seed-API and DetachPolicy
-// sources), policystatus (DetachPolicy status), multimap. pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
+// and, under internal/, one job per package, each owning its state and lock if it has any;
+// none imports pkg/adc:
+//
+//	memory       adc's memory between reconciles, behind one lock, with its invariants
+//	actual       a node's actual state, rebuilt from memory's view; which attachment is a volume's
+//	creates      the create queue: decided VolumeAttachment creates, sent by its own workers
+//	nodestatus   status.volumesAttached, written from the status queue; the per-node status locks
+//	expectcheck  the checker that ends create expectations the informer never will
+//	intree       the calls to a host's in-tree attacher, and the periodic check of their result
+//	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
+//	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
+//	report       pair states, operations and flips, for metrics and the dashboard; multimap
+//
+// pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.
 package adc
 
@@ -47,7 +56,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/creates"
+	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
+	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
@@ -93,36 +106,29 @@ type Controller struct {
 	statusQueue workqueue.TypedRateLimitingInterface[string]
 
 	attachments volumeattach.AttachmentWriter
-	status      volumeattach.StatusWriter
 	recorder    record.EventRecorder
 	broadcaster record.EventBroadcaster
-	// createQueue carries the names of the VolumeAttachments node reconciles decided to
-	// create, in the order decided; createJobs holds each queued create and createsInFlight
-	// each one sent and not yet answered (true: a reconcile waits for its answer), both under
-	// createsMu. Its workers (Options.CreatesInFlight) send them, so creates are not limited
-	// by how many nodes reconcile at once. createRetries is the backoff of failed creates,
-	// per name.
-	createQueue     workqueue.TypedInterface[string]
-	createsMu       sync.Mutex
-	createJobs      map[string]createJob
-	createsInFlight map[string]bool
-	createRetries   workqueue.TypedRateLimiter[string]
-	// createErrs is the last refusal of each VolumeAttachment's create, shown in its pair's
-	// reason until a create of it succeeds (under createsMu).
-	createErrs map[string]string
+	// creates is the create queue: the VolumeAttachment creates node reconciles decided, sent
+	// by its own workers (Options.CreatesInFlight), so creates are not limited by how many
+	// nodes reconcile at once.
+	creates *creates.Queue
+	// nodeStatus writes the nodes' status.volumesAttached from statusQueue; its locks also
+	// serialize, per node, status writes and detach decisions.
+	nodeStatus *nodestatus.Updater
+	// expectations ends the create expectations the informer never will.
+	expectations *expectcheck.Checker
+	// inTree calls the host's in-tree attacher, if any.
+	inTree *intree.Plugins
 
 	lookups cached.Lookups
-
-	// statusLocks serialize, per node (striped), status writes and detach decisions.
-	statusLocks [statusLockStripes]sync.Mutex
 
 	flips *report.Flips
 
 	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
-	// its invariants); pending the CSI operations under way, for metrics.
-	mem     *memory.Memory
-	pending *report.Pending
-	ops     *report.Recent[Operation]
+	// its invariants); ops the attach and detach operations, under way and finished, for
+	// metrics and the dashboard.
+	mem *memory.Memory
+	ops *report.Operations
 
 	// pairs is the snapshot of every node's pairs, for metrics and the dashboard.
 	pairs *report.Pairs
@@ -140,26 +146,21 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		return nil, err
 	}
 	c := &Controller{
-		client:          client,
-		opts:            opts,
-		attachments:     opts.Attachments,
-		status:          opts.NodeStatus,
-		recorder:        opts.Recorder,
-		pending:         report.NewPending(),
-		claimUsers:      cached.NewClaimUsers(),
-		createJobs:      map[string]createJob{},
-		createsInFlight: map[string]bool{},
-		createErrs:      map[string]string{},
-		createRetries:   workqueue.DefaultTypedControllerRateLimiter[string](),
-		ops:             report.NewRecent[Operation](recentOperationsSize),
-		flips:           report.NewFlips(),
-		pairs:           report.NewPairs(),
+		client:      client,
+		opts:        opts,
+		attachments: opts.Attachments,
+		recorder:    opts.Recorder,
+		claimUsers:  cached.NewClaimUsers(),
+		ops:         report.NewOperations(recentOperationsSize, opts.Observer, opts.Clock),
+		flips:       report.NewFlips(),
+		pairs:       report.NewPairs(),
 	}
 	if c.attachments == nil {
 		c.attachments = &volumeattach.ClientAttachmentWriter{Client: client}
 	}
-	if c.status == nil {
-		c.status = &volumeattach.ClientStatusWriter{Client: client}
+	statusWriter := opts.NodeStatus
+	if statusWriter == nil {
+		statusWriter = &volumeattach.ClientStatusWriter{Client: client}
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
@@ -171,7 +172,6 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
-	c.createQueue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: createQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -187,8 +187,16 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
-	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
+	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
+	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
+		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
+	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
+		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode})
+	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
+		Abort: c.ops.Abort, Wake: c.enqueueNode})
+	c.inTree = intree.New(intree.Options{Attacher: opts.InTreeAttacher, Memory: c.mem, Ops: c.ops, Clock: opts.Clock,
+		VerifyPeriod: opts.InTreeVerifyPeriod, Wake: c.enqueueNode})
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -242,7 +250,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	defer c.nodeQueue.ShutDown()
 	defer c.statusQueue.ShutDown()
-	defer c.createQueue.ShutDown()
+	defer c.creates.ShutDown()
 	logger := klog.FromContext(ctx)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
@@ -286,7 +294,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		wait.UntilWithContext(ctx, c.checkExpectations, c.opts.ExpectationCheckInterval)
+		wait.UntilWithContext(ctx, c.expectations.Check, c.opts.ExpectationCheckInterval)
 	}()
 	for i := 0; i < workers; i++ {
 		wg.Add(2)
@@ -295,7 +303,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	for i := 0; i < c.opts.CreatesInFlight; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runCreateWorker, 0) }()
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.creates.Work, 0) }()
 	}
 	if c.policyStatus != nil {
 		wg.Add(1)
@@ -304,9 +312,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.nodeQueue.ShutDown()
 	c.statusQueue.ShutDown()
-	c.createQueue.ShutDown()
+	c.creates.ShutDown()
 	wg.Wait()
-	c.dropQueuedCreates()
+	c.creates.DropQueued()
 }
 
 // HasSynced reports whether the caches have synced and workers started; hosts use it for
@@ -355,7 +363,7 @@ func (c *Controller) processNextStatus(ctx context.Context) bool {
 	defer c.statusQueue.Done(name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
 	ctx = klog.NewContext(ctx, logger)
-	retryAfter, err := c.syncNodeStatus(ctx, name)
+	retryAfter, err := c.nodeStatus.Sync(ctx, name)
 	switch {
 	case err != nil:
 		logger.Error(err, "Updating node status.volumesAttached failed, will retry")

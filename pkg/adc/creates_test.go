@@ -28,7 +28,7 @@ func TestReconcileQueuesCreatesWithoutSendingThem(t *testing.T) {
 	if got := f.att.createdOn("n1"); len(got) != 0 {
 		t.Fatalf("the reconcile sent %d creates itself, want them queued", len(got))
 	}
-	if got := f.c.createQueue.Len(); got != 3 {
+	if got := f.c.creates.Len(); got != 3 {
 		t.Fatalf("create queue holds %d, want 3", got)
 	}
 	// A second reconcile of n1 and a pod of n2 wanting pv1 decide nothing new meanwhile.
@@ -39,7 +39,7 @@ func TestReconcileQueuesCreatesWithoutSendingThem(t *testing.T) {
 	if _, err := f.c.syncNode(f.ctx, "n2"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.c.createQueue.Len(); got != 3 {
+	if got := f.c.creates.Len(); got != 3 {
 		t.Fatalf("create queue holds %d after the second reconciles, want 3", got)
 	}
 	f.c.sendQueuedCreates(f.ctx)
@@ -79,7 +79,7 @@ func TestReconcileWithdrawsOrAwaitsUnansweredCreates(t *testing.T) {
 			sent := make(chan struct{})
 			if tc.inFlight {
 				f.att.createEntered, f.att.createRelease = make(chan string, 1), make(chan struct{})
-				go func() { f.c.processNextCreate(f.ctx); close(sent) }()
+				go func() { f.c.creates.ProcessNext(f.ctx); close(sent) }()
 				<-f.att.createEntered
 			}
 			f.deletePod(a)
@@ -187,7 +187,7 @@ func TestRefusedCreateShowsInThePairReason(t *testing.T) {
 	if got := len(f.att.createdOn("n1")); got != 1 {
 		t.Fatalf("n1 creates = %d after the retry, want 1", got)
 	}
-	if msg := f.c.takeCreateErr(vaNameOf(t, f, "n1")); msg != "" {
+	if msg := f.c.creates.TakeErr(vaNameOf(t, f, "n1")); msg != "" {
 		t.Errorf("refusal still kept after a create succeeded: %q", msg)
 	}
 }

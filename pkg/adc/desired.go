@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -24,33 +24,9 @@ type pair struct {
 	pv     *v1.PersistentVolume
 	inline *v1.Volume
 	d      migration.Decision
-	ids    identity
+	ids    actual.Identity
 	// att is the existing attachment of this volume on the node, if any.
-	att *attachment
-}
-
-// identity is every name under which an attachment of the pair's volume may exist on the
-// node, whatever mechanism made it: a node that flipped between in-tree and CSI keeps the
-// attachment it has (kubernetes#98687).
-type identity struct {
-	vaName       string // VolumeAttachment name on the CSI path
-	csiUnique    string // kubernetes.io/csi/<driver>^<handle>
-	inTreeUnique string // <plugin>/<volume id>
-	sourceKey    string // node-independent: pv:<name> or inline:<driver>^<handle>
-}
-
-func identify(d *migration.Decision, pvName, node string) identity {
-	names := migration.NamesOf(d, node)
-	id := identity{vaName: names.VolumeAttachment, csiUnique: names.CSIUnique, inTreeUnique: names.InTreeUnique}
-	switch {
-	case pvName != "":
-		id.sourceKey = memory.PVKey(pvName)
-	case d.Driver != "" && d.VolumeHandle != "":
-		id.sourceKey = memory.InlineKey(d.Driver, d.VolumeHandle)
-	case id.inTreeUnique != "":
-		id.sourceKey = memory.InTreeKey(id.inTreeUnique)
-	}
-	return id
+	att *actual.Attachment
 }
 
 // desiredPairs decides every volume of every active pod scheduled to the node.
@@ -72,7 +48,7 @@ func (c *Controller) desiredPairs(node *v1.Node) []*pair {
 		podKey := meta.GetNamespace() + "/" + meta.GetName()
 		for _, dv := range migration.DecidePod(&c.opts.Migration, meta, volumes, nodeObjs, c.lookups) {
 			p := &pair{podObj: obj, podKey: podKey, volume: dv.Name, pvName: dv.PVName, pv: dv.PV, inline: dv.Inline, d: dv.Decision}
-			p.ids = identify(&p.d, p.pvName, node.Name)
+			p.ids = actual.Identify(&p.d, p.pvName, node.Name)
 			pairs = append(pairs, p)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -33,37 +34,37 @@ const OutOfServiceTaint = v1.TaintNodeOutOfService
 // stop a detach, never allow one: every step that moves a detach forward (removing the volume
 // from node status, deleting the VolumeAttachment, calling the in-tree detacher) is decided
 // on the Node as the API server has it now, read once per reconcile.
-func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
+func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 	logger := klog.FromContext(ctx)
 	st := &PairState{
-		Node: r.node.Name, PV: a.pvName, Driver: a.driver, Mechanism: a.mechanism(),
-		UniqueName: a.uniqueName, Phase: PhaseDetaching,
+		Node: r.node.Name, PV: a.PVName, Driver: a.Driver, Mechanism: a.Mechanism(),
+		UniqueName: a.UniqueName, Phase: PhaseDetaching,
 	}
-	if a.va != nil {
-		st.VolumeAttachment = a.va.Name
-	} else if a.inTree != nil {
-		st.Plugin = a.inTree.Volume.Plugin
+	if a.VA != nil {
+		st.VolumeAttachment = a.VA.Name
+	} else if a.InTree != nil {
+		st.Plugin = a.InTree.Volume.Plugin
 	}
 	r.states = append(r.states, st)
 
-	if a.deleting {
+	if a.Deleting {
 		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
 		return
 	}
-	if a.va != nil && a.va.UID == "" {
+	if a.VA != nil && a.VA.UID == "" {
 		// An expected create without an answer: withdraw it if it is still queued, else wait
 		// for its answer (which wakes the node) rather than delete by name what it may make.
-		switch r.c.withdrawCreate(a.va.Name) {
-		case createCancelled:
+		switch r.c.creates.Withdraw(a.VA.Name) {
+		case creates.Cancelled:
 			st.Reason = "no active pod on the node uses the volume any more; its VolumeAttachment create was still queued and is not sent"
 			return
-		case createAwaited:
+		case creates.Awaited:
 			st.Phase = PhaseDetachBlocked
 			st.Reason = "no active pod on the node uses the volume any more; it is detached once the create of its VolumeAttachment, in flight, is answered"
 			return
 		}
 	}
-	if a.released == nil && r.inUseBlocks(r.node, a, st) {
+	if a.Released == nil && r.inUseBlocks(r.node, a, st) {
 		return
 	}
 	node, err := r.freshNode(ctx)
@@ -84,7 +85,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 	}
 	rule := r.c.ruleOfAttachment(a)
 	verdict := rule.Verdict(node, r.now)
-	if a.released != nil && !verdict.ReleasesPods {
+	if a.Released != nil && !verdict.ReleasesPods {
 		// The cache showed evidence that freed the volume from the node's pods; the API
 		// server's Node no longer does (Ready again, taint removed): the pods keep it.
 		st.Phase = PhaseDetachBlocked
@@ -95,37 +96,37 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 		return
 	}
 	job := detachJob{a: a, notReadySince: migration.NotReadySince(node)}
-	if inUse, why := volumeInUse(node, a); inUse {
-		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", displayAttachment(a), node.Name, verdict.Reason, why)
+	if inUse, why := a.InUseOn(node); inUse {
+		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", a.Name(), node.Name, verdict.Reason, why)
 		if rule.Policy != migration.BuiltInRule {
 			msg += " (DetachPolicy " + rule.Policy + ")"
 		}
 		r.c.eventOnce(r.node.Name, func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
-		logger.Info("Force-detaching volume", "uniqueName", a.uniqueName, "reason", verdict.Reason, "evidence", verdict.Evidence, "detachPolicy", rule.Policy)
+		logger.Info("Force-detaching volume", "uniqueName", a.UniqueName, "reason", verdict.Reason, "evidence", verdict.Evidence, "detachPolicy", rule.Policy)
 		job.forced = string(verdict.Evidence)
 	}
 	job.evidence = notReadyLabel(node, migration.Evidence(job.forced))
-	if job.forced == "" && a.released != nil {
+	if job.forced == "" && a.Released != nil {
 		// Not reported in use, and freed from its pods by evidence: the evidence decided it.
-		job.evidence = a.released.Evidence
+		job.evidence = a.Released.Evidence
 	}
-	if a.uniqueName == "" && a.va != nil {
+	if a.UniqueName == "" && a.VA != nil {
 		// A VolumeAttachment whose PersistentVolume is gone: the fresh node's lists name it.
-		a.uniqueName = uniqueNameOnNode(a.va, node)
-		st.UniqueName = a.uniqueName
+		a.UniqueName = actual.UniqueNameOnNode(a.VA, node)
+		st.UniqueName = a.UniqueName
 	}
-	if a.uniqueName != "" {
+	if a.UniqueName != "" {
 		// From here on no status write lists the volume again (the status lock, held since
 		// the fresh read, means none is in flight now).
-		r.c.mem.MarkDetaching(r.node.Name, a.uniqueName)
-		if listed(node, a.uniqueName) {
+		r.c.mem.MarkDetaching(r.node.Name, a.UniqueName)
+		if a.ListedOn(node) {
 			st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
 			return
 		}
 	}
 	st.Reason = "detaching: no active pod on the node uses the volume"
-	if a.released != nil {
-		st.Reason = "detaching: " + a.released.Reason + " (DetachPolicy " + a.released.Rule + "), so the node's pods no longer use the volume"
+	if a.Released != nil {
+		st.Reason = "detaching: " + a.Released.Reason + " (DetachPolicy " + a.Released.Rule + "), so the node's pods no longer use the volume"
 	}
 	// Sent once the run's detach decisions are made and the status lock is released: a slow
 	// delete or cloud detach must not stall the status writes of the nodes sharing the lock.
@@ -134,7 +135,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *attachment) {
 
 // detachJob is a detach a node reconcile decided on.
 type detachJob struct {
-	a *attachment
+	a *actual.Attachment
 	// forced is the evidence that forced it (the forced-detach metric's reason), "" when the
 	// kubelet no longer reported the volume in use.
 	forced string
@@ -146,8 +147,8 @@ type detachJob struct {
 
 // inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
 // to detach it anyway (its rule's verdict); then it fills in why and when to look again.
-func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool {
-	inUse, why := volumeInUse(node, a)
+func (r *nodeRun) inUseBlocks(node *v1.Node, a *actual.Attachment, st *PairState) bool {
+	inUse, why := a.InUseOn(node)
 	if !inUse {
 		return false
 	}
@@ -162,8 +163,8 @@ func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool 
 	switch wait := v.Wait(r.now); {
 	case v.Held:
 		st.Reason = why + "; " + v.Reason
-		r.c.eventOnce(node.Name, func() runtime.Object { return node }, "held:"+displayAttachment(a), v1.EventTypeNormal, ReasonDetachHeldByPolicy,
-			fmt.Sprintf("Volume %s stays attached to node %s: %s", displayAttachment(a), node.Name, v.Reason), r.events)
+		r.c.eventOnce(node.Name, func() runtime.Object { return node }, "held:"+a.Name(), v1.EventTypeNormal, ReasonDetachHeldByPolicy,
+			fmt.Sprintf("Volume %s stays attached to node %s: %s", a.Name(), node.Name, v.Reason), r.events)
 	case v.Rule == migration.BuiltInRule:
 		st.Reason = why + "; it is detached once the kubelet unmounts it"
 		if wait > 0 {
@@ -187,7 +188,7 @@ func (r *nodeRun) inUseBlocks(node *v1.Node, a *attachment, st *PairState) bool 
 func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
 	if !r.freshRead {
 		r.freshRead = true
-		r.unlockStatus = r.c.lockNodeStatus(r.node.Name)
+		r.unlockStatus = r.c.nodeStatus.Locks().Lock(r.node.Name)
 		r.fresh, r.freshErr = r.c.readNode(ctx, r.node.Name)
 	}
 	return r.fresh, r.freshErr
@@ -228,89 +229,41 @@ func nodeReadResult(err error) string {
 
 // detach deletes the VolumeAttachment or calls the in-tree detacher, and reports whether it
 // was sent. forced is the reason label when the detach is forced, empty otherwise.
-func (r *nodeRun) detach(ctx context.Context, a *attachment, forced string) bool {
+func (r *nodeRun) detach(ctx context.Context, a *actual.Attachment, forced string) bool {
 	logger := klog.FromContext(ctx)
-	if a.va != nil {
-		r.c.startOp(OperationDetach, a.va, nil, r.now)
-		r.c.mem.RequestDelete(a.va, r.now)
-		if err := r.c.attachments.Delete(ctx, a.va.Name, a.va.UID); err != nil {
-			r.c.mem.CancelDelete(a.va)
-			r.c.abortOp(a.va.Name)
+	if a.VA != nil {
+		r.c.startOp(OperationDetach, a.VA, nil, r.now)
+		r.c.mem.RequestDelete(a.VA, r.now)
+		if err := r.c.attachments.Delete(ctx, a.VA.Name, a.VA.UID); err != nil {
+			r.c.mem.CancelDelete(a.VA)
+			r.c.ops.Abort(a.VA.Name)
 			r.errs = append(r.errs, err)
 			return false
 		}
 		if forced != "" {
-			r.c.forced(forced)
+			r.c.ops.Forced(forced)
 		}
-		if obj, ok, _ := r.c.vas.GetByKey(a.va.Name); !ok {
+		if obj, ok, _ := r.c.vas.GetByKey(a.VA.Name); !ok {
 			// Already gone from the store (its delete event may have come before the
 			// operation started): nothing will end the operation.
-			r.c.abortOp(a.va.Name)
-		} else if va, isVA := cached.VAOf(obj); isVA && va.UID != a.va.UID {
-			r.c.abortOp(a.va.Name)
+			r.c.ops.Abort(a.VA.Name)
+		} else if va, isVA := cached.VAOf(obj); isVA && va.UID != a.VA.UID {
+			r.c.ops.Abort(a.VA.Name)
 		}
-		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.va.Name), "uniqueName", a.uniqueName)
+		logger.V(2).Info("Deleted VolumeAttachment", "volumeAttachment", klog.KRef("", a.VA.Name), "uniqueName", a.UniqueName)
 		return true
 	}
-	attacher := r.c.opts.InTreeAttacher
-	if attacher == nil {
+	if !r.c.inTree.Available() {
 		// Nothing can detach it here; it stays listed as it was, and the host that can detach
 		// it must take over. Never drop it silently.
-		r.errs = append(r.errs, fmt.Errorf("in-tree volume %s on node %s is no longer used but this adc has no in-tree attacher to detach it: run adc inside a host that provides one, or detach it by hand", a.uniqueName, r.node.Name))
+		r.errs = append(r.errs, fmt.Errorf("in-tree volume %s on node %s is no longer used but this adc has no in-tree attacher to detach it: run adc inside a host that provides one, or detach it by hand", a.UniqueName, r.node.Name))
 		return false
 	}
-	start := r.c.opts.Clock.Now()
-	err := attacher.Detach(ctx, a.inTree.Volume, r.node.Name)
-	r.c.completedInTree(OperationDetach, r.node.Name, a.inTree.Volume, start, err)
-	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.uniqueName, r.node.Name, err))
+	if err := r.c.inTree.Detach(ctx, a.InTree.Volume, r.node.Name, forced); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("in-tree detach of %s from node %s: %w", a.UniqueName, r.node.Name, err))
 		return false
-	}
-	if forced != "" {
-		r.c.forced(forced)
-	}
-	logger.V(2).Info("Detached in-tree volume", "uniqueName", a.uniqueName)
-	for _, n := range r.c.mem.ForgetInTree(r.node.Name, a.uniqueName) {
-		r.c.enqueueNode(n)
 	}
 	return true
-}
-
-// volumeInUse reports whether the kubelet lists the attachment in status.volumesInUse. When
-// the attachment's unique name cannot be known (its PersistentVolume is gone), any in-use
-// volume of the same driver counts: adc does not detach what it cannot rule out.
-func volumeInUse(node *v1.Node, a *attachment) (bool, string) {
-	if a.uniqueName != "" {
-		for _, u := range node.Status.VolumesInUse {
-			if string(u) == a.uniqueName {
-				return true, "the kubelet reports volume " + a.uniqueName + " in use"
-			}
-		}
-		return false, ""
-	}
-	prefix := migration.CSIUniqueName(a.driver, "") // <plugin>/<driver>^
-	for _, u := range node.Status.VolumesInUse {
-		if strings.HasPrefix(string(u), prefix) {
-			return true, "the volume of VolumeAttachment " + displayAttachment(a) + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.driver + " in use"
-		}
-	}
-	return false, ""
-}
-
-func listed(node *v1.Node, unique string) bool {
-	for _, av := range node.Status.VolumesAttached {
-		if string(av.Name) == unique {
-			return true
-		}
-	}
-	return false
-}
-
-func displayAttachment(a *attachment) string {
-	if a.va != nil {
-		return a.va.Name
-	}
-	return a.uniqueName
 }
 
 // syncGoneNode detaches everything attached to a deleted node that adc managed: there is no
@@ -367,11 +320,11 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	for _, va := range toDetach {
 		c.recorder.Eventf(va, v1.EventTypeWarning, ReasonForcedDetach, "Force-detaching: node %s was deleted", name)
 		logger.Info("Force-detaching volume of deleted node", "volumeAttachment", klog.KObj(va))
-		r.detach(ctx, &attachment{va: va, driver: va.Spec.Attacher}, ForcedDetachNodeDeleted)
+		r.detach(ctx, &actual.Attachment{VA: va, Driver: va.Spec.Attacher}, ForcedDetachNodeDeleted)
 	}
 	for i := range inTree {
 		it := inTree[i]
-		r.detach(ctx, &attachment{inTree: &it, uniqueName: it.Volume.UniqueName}, ForcedDetachNodeDeleted)
+		r.detach(ctx, &actual.Attachment{InTree: &it, UniqueName: it.Volume.UniqueName}, ForcedDetachNodeDeleted)
 	}
 	if left > 0 {
 		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node adc did not manage to their owner", "count", left)

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/migration"
 )
@@ -42,18 +43,18 @@ func (c *Controller) policiesChanged() {
 
 // ruleOfAttachment returns the rule of an attached volume, found by its PersistentVolume's
 // class (from the informer cache), its driver and its plugin.
-func (c *Controller) ruleOfAttachment(a *attachment) *migration.DetachRule {
+func (c *Controller) ruleOfAttachment(a *actual.Attachment) *migration.DetachRule {
 	plugin := ""
-	if a.inTree != nil {
-		plugin = a.inTree.Volume.Plugin
+	if a.InTree != nil {
+		plugin = a.InTree.Volume.Plugin
 	}
 	var pv *v1.PersistentVolume
-	if a.pvName != "" {
-		pv = c.lookups.PersistentVolume(a.pvName)
-	} else if a.inTree != nil {
-		pv = a.inTree.Volume.PV
+	if a.PVName != "" {
+		pv = c.lookups.PersistentVolume(a.PVName)
+	} else if a.InTree != nil {
+		pv = a.InTree.Volume.PV
 	}
-	return c.DetachRules().For(migration.DetachVolumeOf(pv, a.driver, plugin))
+	return c.DetachRules().For(migration.DetachVolumeOf(pv, a.Driver, plugin))
 }
 
 // ruleOfPair returns the rule of a pod's volume.

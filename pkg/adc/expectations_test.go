@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 )
@@ -37,10 +38,12 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 	opts := DefaultOptions()
 	opts.Clock = clk
 	c := &Controller{
-		client: client, opts: opts, vas: store, pending: report.NewPending(),
+		client: client, opts: opts, vas: store, ops: report.NewOperations(1, nil, clk),
 		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
-	c.mem = memory.New(memory.Options{Store: memoryStore{c}, Clock: clk, NewBackOff: c.newBackoff})
+	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: clk, NewBackOff: c.newBackoff})
+	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: clk,
+		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	t.Cleanup(c.nodeQueue.ShutDown)
 	return c, clk
 }
@@ -50,46 +53,6 @@ func testVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), ResourceVersion: rv},
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node,
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}},
-	}
-}
-
-func TestJudgeExpectation(t *testing.T) {
-	created := testVA("csi-a", "n1", "pv1", "uid-1", "100")
-	for _, tc := range []struct {
-		name    string
-		inStore *storagev1.VolumeAttachment
-		storeRV string
-		age     time.Duration
-		// inAPI: the API server still has the created object (for the fallback's GET).
-		inAPI bool
-		want  expectationVerdict
-	}{
-		{"store behind the create: pending", nil, "90", 0, false, expectationPending},
-		{"store synced past the create without the object: gone", nil, "120", 0, false, expectationGone},
-		{"store exactly at the create without the object: gone", nil, "100", 0, false, expectationGone},
-		{"store holds the very object: seen", created, "100", 0, true, expectationSeen},
-		{"store holds a newer object under the name: gone", testVA("csi-a", "n1", "pv1", "uid-2", "130"), "130", 0, false, expectationGone},
-		{"store holds an older object under the name: pending", testVA("csi-a", "n1", "pv1", "uid-0", "50"), "90", 0, false, expectationPending},
-		{"no store resourceVersion, young: pending", nil, "", time.Second, false, expectationPending},
-		{"no store resourceVersion, old, the API server has it: pending", nil, "", 2 * expectationTTL, true, expectationPending},
-		{"no store resourceVersion, old, the API server has none: gone", nil, "", 2 * expectationTTL, false, expectationGone},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, clk := expectationController(t)
-			if tc.inStore != nil {
-				c, clk = expectationController(t, tc.inStore)
-			}
-			if tc.inAPI && tc.inStore == nil {
-				if _, err := c.client.StorageV1().VolumeAttachments().Create(context.Background(), created, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			e := memory.Expectation{VA: created, Stored: true, Since: clk.Now().Add(-tc.age)}
-			_, ctx := ktesting.NewTestContext(t)
-			if got := c.judgeExpectation(ctx, e, tc.storeRV, clk.Now()); got != tc.want {
-				t.Errorf("verdict = %d, want %d", got, tc.want)
-			}
-		})
 	}
 }
 
@@ -110,13 +73,13 @@ func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 
 	c.vas.Bookmark("99")
-	c.checkExpectations(ctx)
+	c.expectations.Check(ctx)
 	if _, ok := c.mem.Expectations()["csi-a"]; !ok || c.mem.Reserved("pv:pv1") != "n1" {
 		t.Fatalf("expectation or reservation ended before the store reached the create")
 	}
 
 	c.vas.Bookmark("150")
-	c.checkExpectations(ctx)
+	c.expectations.Check(ctx)
 	if _, ok := c.mem.Expectations()["csi-a"]; ok {
 		t.Errorf("expectation still pending after the store synced past it")
 	}

@@ -68,7 +68,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	f.c = c
-	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.statusQueue.ShutDown(); c.createQueue.ShutDown() })
+	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.statusQueue.ShutDown(); c.creates.ShutDown() })
 	f.nodes = factory.Core().V1().Nodes().Informer().GetIndexer()
 	f.pods = factory.Core().V1().Pods().Informer().GetIndexer()
 	f.pvs = factory.Core().V1().PersistentVolumes().Informer().GetIndexer()
@@ -197,10 +197,10 @@ func (f *fixture) checkMemory(step string) {
 
 func (f *fixture) syncStatus(name string) {
 	f.t.Helper()
-	if _, err := f.c.syncNodeStatus(f.ctx, name); err != nil {
-		f.t.Logf("syncNodeStatus %s: %v", name, err)
+	if _, err := f.c.nodeStatus.Sync(f.ctx, name); err != nil {
+		f.t.Logf("node status sync %s: %v", name, err)
 	}
-	f.checkMemory("syncNodeStatus " + name)
+	f.checkMemory("node status sync " + name)
 }
 
 // recordingAttachments is an AttachmentWriter over the fake clientset that records each call

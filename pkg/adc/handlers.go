@@ -3,12 +3,11 @@ package adc
 import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/migration"
-	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // Every handler turns an event into the names of the nodes whose attachments it may change;
@@ -118,7 +117,7 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
-			case onlyListsMore(o, n):
+			case nodestatus.OnlyListsMore(o, n):
 				// Mostly adc's own status writes coming back: no decision reads what changed,
 				// only the status worker compares it with what the node should list. (A volume
 				// leaving the list may let a detach go on: that re-reconciles the node.)
@@ -166,8 +165,8 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj interface{}) {
 			if va, ok := cached.VAOf(obj); ok {
 				created := c.mem.Observed(va)
-				c.endAttachIfDone(va)
-				if created && vaPending(va) {
+				c.ops.AttachObserved(va)
+				if created && cached.VAPending(va) {
 					// The reconcile that created it already counts it as attaching.
 					return
 				}
@@ -180,7 +179,7 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.mem.Observed(va)
-			c.endAttachIfDone(va)
+			c.ops.AttachObserved(va)
 			prev, ok := cached.VAOf(old)
 			if !ok {
 				c.enqueueNode(va.Spec.NodeName)
@@ -191,9 +190,9 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 				// needs no reconcile of the node's pods, and at scale the node queue is long.
 				c.statusQueue.Add(va.Spec.NodeName)
 			}
-			switch vaUpdateOf(prev, va) {
-			case vaUnchanged:
-			case vaNowAttached:
+			switch cached.VAUpdateOf(prev, va) {
+			case cached.VAUnchanged:
+			case cached.VANowAttached:
 				if !c.pairs.MarkAttached(va.Spec.NodeName, va.Name, c.opts.Clock.Now()) {
 					c.enqueueNode(va.Spec.NodeName)
 				}
@@ -206,57 +205,11 @@ func (c *Controller) vaHandler() cache.ResourceEventHandler {
 			if !ok {
 				return
 			}
-			c.vaDeleted(va)
+			c.ops.Deleted(va)
 			for _, node := range c.mem.Gone(va) {
 				c.enqueueNode(node)
 			}
 			c.enqueueNode(va.Spec.NodeName)
 		},
 	}
-}
-
-// onlyListsMore reports whether a Node update changed nothing but its resourceVersion,
-// managedFields and status.volumesAttached, keeping every volume the old one listed.
-func onlyListsMore(old, cur *v1.Node) bool {
-	if !volumeattach.OnlyAdds(cur.Status.VolumesAttached, old.Status.VolumesAttached) {
-		return false
-	}
-	o, n := *old, *cur
-	o.ResourceVersion, n.ResourceVersion = "", ""
-	o.ManagedFields, n.ManagedFields = nil, nil
-	o.Status.VolumesAttached, n.Status.VolumesAttached = nil, nil
-	return equality.Semantic.DeepEqual(&o, &n)
-}
-
-// vaUpdate is what a VolumeAttachment update changed of what adc reads: its identity, spec,
-// deletion, status.attached and status.attachError.
-type vaUpdate int
-
-const (
-	// vaUnchanged: nothing adc reads (finalizers, annotations, detachError).
-	vaUnchanged vaUpdate = iota
-	// vaNowAttached: only status.attached, which became true without an error.
-	vaNowAttached
-	// vaChanged: anything else.
-	vaChanged
-)
-
-func vaUpdateOf(old, cur *storagev1.VolumeAttachment) vaUpdate {
-	if old.UID != cur.UID || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
-		!equality.Semantic.DeepEqual(&old.Spec, &cur.Spec) || !equality.Semantic.DeepEqual(old.Status.AttachError, cur.Status.AttachError) {
-		return vaChanged
-	}
-	switch {
-	case old.Status.Attached == cur.Status.Attached:
-		return vaUnchanged
-	case cur.Status.Attached && cur.Status.AttachError == nil:
-		return vaNowAttached
-	}
-	return vaChanged
-}
-
-// vaPending reports whether a VolumeAttachment waits for its attacher: not attached, no
-// error, not being deleted.
-func vaPending(va *storagev1.VolumeAttachment) bool {
-	return !va.Status.Attached && va.Status.AttachError == nil && va.DeletionTimestamp == nil
 }

@@ -35,78 +35,6 @@ func TestVASourceKey(t *testing.T) {
 	}
 }
 
-func TestIdentify(t *testing.T) {
-	csi := migration.Decision{Mechanism: migration.MechanismCSI, Driver: "d", VolumeHandle: "h", VolumeAttachmentName: "csi-x"}
-	wait := migration.Decision{Mechanism: migration.MechanismWait, Driver: "pd.csi.storage.gke.io", VolumeHandle: "projects/UNSPECIFIED/zones/z/disks/a", InTreeUniqueName: "kubernetes.io/gce-pd/a"}
-	inTree := migration.Decision{Mechanism: migration.MechanismInTree, UniqueName: "kubernetes.io/iscsi/p:iqn:0"}
-	for _, tc := range []struct {
-		name   string
-		d      migration.Decision
-		pvName string
-		want   identity
-	}{
-		{"csi keeps the decided VolumeAttachment name", csi, "pv1", identity{vaName: "csi-x", csiUnique: "kubernetes.io/csi/d^h", sourceKey: "pv:pv1"}},
-		{"wait still knows every name of the volume", wait, "", identity{
-			vaName:       migration.VolumeAttachmentName("projects/UNSPECIFIED/zones/z/disks/a", "pd.csi.storage.gke.io", "n"),
-			csiUnique:    "kubernetes.io/csi/pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a",
-			inTreeUnique: "kubernetes.io/gce-pd/a",
-			sourceKey:    "inline:pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a"}},
-		{"in-tree without translation", inTree, "", identity{inTreeUnique: "kubernetes.io/iscsi/p:iqn:0", sourceKey: "intree:kubernetes.io/iscsi/p:iqn:0"}},
-		{"error with only a PV name", migration.Decision{Mechanism: migration.MechanismError}, "pv9", identity{sourceKey: "pv:pv9"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := identify(&tc.d, tc.pvName, "n"); got != tc.want {
-				t.Errorf("identify = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestAttachmentIndexFind(t *testing.T) {
-	va := &attachment{va: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-a"}}, sourceKey: "pv:p1", uniqueName: "kubernetes.io/csi/d^h"}
-	it := &attachment{inTree: &inTreeAttachment{}, uniqueName: "kubernetes.io/gce-pd/disk", sourceKey: "intree:kubernetes.io/gce-pd/disk"}
-	x := indexAttachments([]*attachment{va, it})
-	for _, tc := range []struct {
-		name string
-		id   identity
-		want *attachment
-	}{
-		{"by VolumeAttachment name", identity{vaName: "csi-a"}, va},
-		{"by CSI unique name", identity{csiUnique: "kubernetes.io/csi/d^h"}, va},
-		{"migration flip finds the in-tree attachment", identity{vaName: "csi-other", csiUnique: "kubernetes.io/csi/pd^x", inTreeUnique: "kubernetes.io/gce-pd/disk"}, it},
-		{"held pair with only its PV name keeps the attachment", identity{sourceKey: "pv:p1"}, va},
-		{"unknown volume", identity{vaName: "csi-b", sourceKey: "pv:p2"}, nil},
-		{"empty identity matches nothing", identity{}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := x.find(tc.id); got != tc.want {
-				t.Errorf("find = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestVolumeInUse(t *testing.T) {
-	node := &v1.Node{Status: v1.NodeStatus{VolumesInUse: []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1", "kubernetes.io/gce-pd/disk"}}}
-	for _, tc := range []struct {
-		name string
-		a    *attachment
-		want bool
-	}{
-		{"listed csi volume", &attachment{uniqueName: "kubernetes.io/csi/d^h1"}, true},
-		{"listed in-tree volume", &attachment{uniqueName: "kubernetes.io/gce-pd/disk"}, true},
-		{"not listed", &attachment{uniqueName: "kubernetes.io/csi/d^h2"}, false},
-		{"unknown name, same driver in use: assume in use", &attachment{driver: "d"}, true},
-		{"unknown name, driver not in use", &attachment{driver: "other"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got, why := volumeInUse(node, tc.a); got != tc.want {
-				t.Errorf("volumeInUse = %v (%s), want %v", got, why, tc.want)
-			}
-		})
-	}
-}
-
 // The built-in rule (no DetachPolicy) is today's behaviour, unchanged.
 func TestForceDetachBuiltInRule(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -202,7 +130,18 @@ func TestHoldBacksOffOnlyWhenRetryIsDue(t *testing.T) {
 // queued, as the create workers would: a test's "sync node" step is the reconcile and its
 // creates.
 func (c *Controller) sendQueuedCreates(ctx context.Context) {
-	for c.createQueue.Len() > 0 {
-		c.processNextCreate(ctx)
+	for c.creates.Len() > 0 {
+		c.creates.ProcessNext(ctx)
 	}
+}
+
+// listed reports whether node's status.volumesAttached lists the volume unique: the tests'
+// own reading of node status, apart from the controller's.
+func listed(node *v1.Node, unique string) bool {
+	for _, av := range node.Status.VolumesAttached {
+		if string(av.Name) == unique {
+			return true
+		}
+	}
+	return false
 }

@@ -210,7 +210,7 @@ func (h *harness) close() {
 	h.abandon()
 	h.c.nodeQueue.ShutDown()
 	h.c.statusQueue.ShutDown()
-	h.c.createQueue.ShutDown()
+	h.c.creates.ShutDown()
 }
 
 // queuedCreate is a create the create queue holds, with the store read of the reconcile
@@ -224,9 +224,9 @@ type queuedCreate struct {
 // takeQueuedCreates moves what the create queue holds into h.creates, attributed to t, the
 // only thread that ran since the last look.
 func (h *harness) takeQueuedCreates(t *thread) {
-	for h.c.createQueue.Len() > 0 {
-		name, _ := h.c.createQueue.Get()
-		h.c.createQueue.Done(name)
+	for h.c.creates.Len() > 0 {
+		name, _ := h.c.creates.Get()
+		h.c.creates.Done(name)
 		h.creates = append(h.creates, queuedCreate{name: name, by: t.label(), readSeen: t.readSeen, expected: t.readExpected})
 	}
 }
@@ -251,14 +251,12 @@ func (h *harness) startCreates() {
 		}
 		q := q
 		node := ""
-		h.c.createsMu.Lock()
-		if j, ok := h.c.createJobs[q.name]; ok {
-			node = j.va.Spec.NodeName
+		if j, ok := h.c.creates.Queued(q.name); ok {
+			node = j.VA.Spec.NodeName
 		}
-		h.c.createsMu.Unlock()
 		t := &thread{kind: threadCreate, node: node, va: q.name, readSeen: q.readSeen, readExpected: q.expected}
 		h.start(t, func() {
-			t.createNode, t.err = h.c.syncCreate(h.ctx, q.name)
+			t.createNode, t.err = h.c.creates.Send(h.ctx, q.name)
 		})
 	}
 	h.creates = left
@@ -292,7 +290,7 @@ func (h *harness) startStatus(node string) {
 	t := &thread{kind: threadStatus, node: node}
 	h.start(t, func() {
 		h.mutateWorkerStart(t)
-		t.retryAfter, t.err = h.c.syncNodeStatus(h.ctx, node)
+		t.retryAfter, t.err = h.c.nodeStatus.Sync(h.ctx, node)
 	})
 }
 
@@ -301,7 +299,7 @@ func (h *harness) startChecker() {
 	t := &thread{kind: threadChecker}
 	h.start(t, func() {
 		h.mutateChecker()
-		h.c.checkExpectations(h.ctx)
+		h.c.expectations.Check(h.ctx)
 	})
 }
 
@@ -339,7 +337,7 @@ func (h *harness) finished(t *thread) {
 	}
 	switch {
 	case t.kind == threadCreate:
-		// processNextCreate: a failed create retries its node's reconcile after a backoff
+		// creates.Queue.ProcessNext: a failed create retries its node's reconcile after a backoff
 		// (any later step).
 		if t.err != nil && t.createNode != "" {
 			h.nodeDirty[t.createNode] = true

@@ -192,7 +192,7 @@ func must(err error) {
 // client-go does when it applies an event or a relist, lists in a fixed order (every
 // schedule replays the same), and makes a worker's read of a node's VolumeAttachments a
 // point where the worker can be preempted: right after the read, before the worker goes on
-// (actualAttachments then takes the controller's lock and reads the expectations).
+// (actual.Read then takes memory's lock and reads the expectations).
 type vaStore struct {
 	cache.Indexer
 	h  *harness

@@ -38,13 +38,13 @@ func memoryKnowsVA(c *Controller, va *storagev1.VolumeAttachment) bool { return 
 // from node status before their detach), as node|unique name.
 func memoryDetaching(c *Controller) map[string]bool { return c.mem.Detaching() }
 
-// memoryCheckerHasWork reports whether checkExpectations would look at anything: a stored
+// memoryCheckerHasWork reports whether the expectation checker would look at anything: a stored
 // or uncertain create expectation, or a delete request. When it has none it returns at once,
 // so the explorer does not offer it as a step.
 func memoryCheckerHasWork(c *Controller) bool { return c.mem.CheckerHasWork() }
 
 // memoryHasUncertain reports whether a create whose answer was lost waits for the checker's
-// read (checkUncertain).
+// read (expectcheck's checkUncertain).
 func memoryHasUncertain(c *Controller) bool {
 	for _, e := range c.mem.Expectations() {
 		if e.Uncertain && !e.Stored {
@@ -54,7 +54,7 @@ func memoryHasUncertain(c *Controller) bool {
 	return false
 }
 
-// memoryCheckerDigest is the part of the memory checkExpectations reads.
+// memoryCheckerDigest is the part of the memory the expectation checker reads.
 func memoryCheckerDigest(c *Controller) string { return c.mem.CheckerDigest() }
 
 // memoryDigest is a canonical text of everything the controller remembers that can change a
@@ -63,7 +63,7 @@ func memoryCheckerDigest(c *Controller) string { return c.mem.CheckerDigest() }
 // same memory behave the same from there on) and prints it in traces.
 func memoryDigest(c *Controller) string {
 	lines := []string{c.mem.Digest()}
-	for _, name := range c.pending.Names() {
+	for _, name := range c.ops.Names() {
 		lines = append(lines, "op "+name)
 	}
 	// The pair snapshot decides whether an attached VolumeAttachment needs a reconcile
@@ -81,7 +81,7 @@ func memoryDigest(c *Controller) string {
 // under way).
 func memoryLeftovers(c *Controller, liveNodes map[string]bool) []string {
 	out := c.mem.Leftovers(liveNodes)
-	if ops := c.pending.Names(); len(ops) > 0 {
+	if ops := c.ops.Names(); len(ops) > 0 {
 		out = append(out, "operations under way: "+strings.Join(ops, " "))
 	}
 	return out

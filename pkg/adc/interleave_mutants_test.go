@@ -74,7 +74,7 @@ func parseMutant(s string) (mutant, error) {
 	return mutant(s), nil
 }
 
-// mutateChecker runs, in the checker thread before checkExpectations, what defect 1 did: an
+// mutateChecker runs, in the checker thread before expectations.Check, what defect 1 did: an
 // expectation whose very object the store holds ends, without the object entering vaSources.
 func (h *harness) mutateChecker() {
 	if h.cfg.mutant != mutantSeenNoSources {
@@ -102,7 +102,7 @@ func (h *harness) mutateChecker() {
 
 // mutateWorkerStart runs, on a new worker's thread before the controller's code, the store
 // read of defect 5: the thread reads its node's VolumeAttachments and parks; its next read
-// of them (in actualAttachments, under the lock) returns this one.
+// of them (in actual.Read, under memory's lock) returns this one.
 func (h *harness) mutateWorkerStart(t *thread) {
 	if h.cfg.mutant != mutantReadOutsideLock || h.abandoning {
 		return

@@ -2,7 +2,6 @@ package adc
 
 import (
 	"fmt"
-	"hash/fnv"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ type thread struct {
 	// history is every park point passed with what the thread got there: with the world and
 	// the controller's memory it identifies the thread's state.
 	history []string
-	// holdsStatusLock: the thread holds its node's status lock stripe (lockNodeStatus) while
+	// holdsStatusLock: the thread holds its node's status lock stripe (nodestatus.Locks) while
 	// parked. A status sync holds it from its start to its end; a node reconcile takes it
 	// right before its fresh Node read and releases it once its detach decisions are made,
 	// before it sends their deletes. The harness learns it from the lock itself each time the
@@ -66,7 +65,7 @@ type thread struct {
 	// read; -1 before it has one.
 	freshReadStep int
 
-	// va is a create thread's VolumeAttachment; createNode the node syncCreate returned.
+	// va is a create thread's VolumeAttachment; createNode the node creates.Queue.Send returned.
 	va, createNode string
 
 	retryAfter time.Duration
@@ -164,7 +163,7 @@ func (h *harness) learnStatusLock(t *thread) {
 // stripeLocked reports whether node's status lock stripe is locked now. Only the harness's
 // goroutine runs while it looks, so the answer holds until a thread runs again.
 func (h *harness) stripeLocked(node string) bool {
-	mu := &h.c.statusLocks[statusStripe(node)]
+	mu := h.c.nodeStatus.Locks().Stripe(node)
 	if mu.TryLock() {
 		mu.Unlock()
 		return false
@@ -185,7 +184,7 @@ func (h *harness) storeRead(node string, objs []interface{}) {
 	if t == nil || h.abandoning {
 		return
 	}
-	// A read under the controller's lock (actualAttachments reads the store under it, so the
+	// A read under memory's lock (actual.Read reads the store under it, so the
 	// handler cannot run between the store read and the expectation read) is no point at
 	// which another thread can run: pausing there would only deadlock the harness.
 	if h.c.mem.Busy() {
@@ -230,7 +229,7 @@ func (h *harness) resumable(t *thread) bool {
 
 // mayTakeStatusLock reports whether the thread may yet take its node's status lock: a node
 // reconcile or status sync that has neither taken nor released it (a status sync parked
-// before its lockNodeStatus, as with mutantReadOutsideLock, included).
+// before it takes its stripe, as with mutantReadOutsideLock, included).
 func (h *harness) mayTakeStatusLock(t *thread) bool {
 	return t.kind != threadChecker && t.kind != threadCreate && !t.holdsStatusLock && !t.releasedStatusLock
 }
@@ -239,18 +238,11 @@ func (h *harness) mayTakeStatusLock(t *thread) bool {
 // or nil.
 func (h *harness) statusLockHolder(node string, except *thread) *thread {
 	for _, o := range h.threads {
-		if o != except && !o.done && o.holdsStatusLock && statusStripe(o.node) == statusStripe(node) {
+		if o != except && !o.done && o.holdsStatusLock && h.c.nodeStatus.Locks().Stripe(o.node) == h.c.nodeStatus.Locks().Stripe(node) {
 			return o
 		}
 	}
 	return nil
-}
-
-// statusStripe is the stripe of lockNodeStatus a node's status lock is on.
-func statusStripe(node string) uint32 {
-	f := fnv.New32a()
-	_, _ = f.Write([]byte(node))
-	return f.Sum32() % statusLockStripes
 }
 
 // abandon lets every parked thread run to its end, answering its calls with errors, so that

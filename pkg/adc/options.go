@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/intree"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -27,7 +29,7 @@ type Options struct {
 	NodeStatusMaxDelay time.Duration
 	// APIBudget, when set, tells whether the client budget adc writes through is spent right
 	// now (volumeattach.PriorityLimiter). While it is, a node's newly attached volumes wait
-	// for the node's other pending attaches (at most saturatedStatusDelay), so the budget
+	// for the node's other pending attaches (at most nodestatus.SaturatedDelay, a second), so the budget
 	// is not spent on one status patch per attach; otherwise every status write goes at once.
 	APIBudget APIBudget
 	// CreatesInFlight is how many VolumeAttachment creates adc sends at once: the workers of
@@ -65,6 +67,18 @@ type Options struct {
 	// when the node migration or driver-info source needs them and they are not installed yet.
 	CRDPollInterval time.Duration
 }
+
+// InTreeVolume identifies an in-tree volume for an InTreeAttacher. PV or Inline is set when
+// the controller knows the volume's spec; after a restart, a detach may only know UniqueName.
+// It is memory's type: in-tree attachments have no API object, memory holds them.
+type InTreeVolume = memory.InTreeVolume
+
+// InTreeAttacher attaches volumes with in-tree volume plugins: Attach (returning the device
+// path for node status), Detach (a volume not attached is success) and VolumesAreAttached (by
+// unique name). adc cannot do that on its own (the plugins live in k8s.io/kubernetes); a host
+// such as kube-controller-manager provides one. Without it, in-tree pairs are held with a
+// Warning Event. Package intree makes the calls.
+type InTreeAttacher = intree.Attacher
 
 // APIBudget is a client request budget that can say whether it is spent, and if so about
 // how long until a request would go.

@@ -10,6 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
+	"github.com/migration-aware/adc/pkg/adc/internal/creates"
+	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -23,7 +26,7 @@ type nodeRun struct {
 	errs   []error
 	// creates are the VolumeAttachments this run decided to create; they are queued for the
 	// create workers together, once every pair of the node has been decided.
-	creates []createJob
+	creates []creates.Job
 	// retryAfter is the earliest scheduled retry (held pairs, force-detach deadlines).
 	retryAfter time.Duration
 	held       map[pairKey]bool
@@ -34,13 +37,13 @@ type nodeRun struct {
 	freshErr  error
 	freshRead bool
 	// unlockStatus releases the node's status lock, taken with the fresh read and held until
-	// every detach of the run is decided (see lockNodeStatus).
+	// every detach of the run is decided (see nodestatus.Locks).
 	unlockStatus func()
 	// detaches are the detaches this run decided on, sent after the status lock is released.
 	detaches []detachJob
 	// attachedThisRun maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
-	attachedThisRun map[string]*attachment
+	attachedThisRun map[string]*actual.Attachment
 }
 
 func (r *nodeRun) retryIn(d time.Duration) {
@@ -78,24 +81,24 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	}
 	c.trackFlips(logger, node, now)
 
-	verifyIn := c.verifyInTree(ctx, name, now)
+	verifyIn := c.inTree.Verify(ctx, name, now)
 	pairs, released := c.releasedByEvidence(node, c.desiredPairs(node), now)
-	atts := c.actualAttachments(node)
+	atts := actual.Read(c.mem, c.lookups, node)
 	present := make(map[string]bool, len(atts))
 	for _, a := range atts {
-		present[a.uniqueName] = true
+		present[a.UniqueName] = true
 	}
 	c.mem.PruneDetaching(name, present)
-	idx := indexAttachments(atts)
+	idx := actual.NewIndex(atts)
 	for p, v := range released {
-		if a := idx.find(p.ids); a != nil {
-			a.released = &v
+		if a := idx.Find(p.ids); a != nil {
+			a.Released = &v
 		}
 	}
 	toCreate := 0
 	for _, p := range pairs {
-		if p.att = idx.find(p.ids); p.att != nil {
-			p.att.matched = true
+		if p.att = idx.Find(p.ids); p.att != nil {
+			p.att.Matched = true
 		} else if p.d.Mechanism == migration.MechanismCSI {
 			toCreate++
 		}
@@ -107,7 +110,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		c: c, node: node, now: now,
 		held:            map[pairKey]bool{},
 		events:          map[eventKey]bool{},
-		attachedThisRun: map[string]*attachment{},
+		attachedThisRun: map[string]*actual.Attachment{},
 	}
 	if verifyIn > 0 {
 		r.retryIn(verifyIn)
@@ -121,10 +124,10 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.states = append(r.states, st)
 	}
 	for _, j := range r.creates {
-		c.queueCreate(j)
+		c.creates.Add(j)
 	}
 	for _, a := range atts {
-		if !a.matched {
+		if !a.Matched {
 			r.reconcileDetach(ctx, a)
 		}
 	}
@@ -173,11 +176,11 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 		}
 		return
 	}
-	if a := r.attachedThisRun[p.ids.vaName]; a != nil && p.ids.vaName != "" {
-		st.Phase, st.VolumeAttachment = PhaseAttaching, a.va.Name
+	if a := r.attachedThisRun[p.ids.VA]; a != nil && p.ids.VA != "" {
+		st.Phase, st.VolumeAttachment = PhaseAttaching, a.VA.Name
 		return
 	}
-	if a := r.attachedThisRun[p.ids.inTreeUnique]; a != nil && p.ids.inTreeUnique != "" {
+	if a := r.attachedThisRun[p.ids.InTreeUnique]; a != nil && p.ids.InTreeUnique != "" {
 		st.Phase = PhaseAttached
 		return
 	}
@@ -199,30 +202,30 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 // existing describes a pair whose volume is already attached (or attaching, or detaching)
 // to the node, whatever mechanism made the attachment. A mechanism flip never detaches: the
 // new mechanism applies to the next attach.
-func (r *nodeRun) existing(p *pair, a *attachment, st *PairState) {
-	r.c.mem.CancelDetach(r.node.Name, a.uniqueName)
-	st.UniqueName = a.uniqueName
-	if a.va != nil {
-		st.VolumeAttachment = a.va.Name
+func (r *nodeRun) existing(p *pair, a *actual.Attachment, st *PairState) {
+	r.c.mem.CancelDetach(r.node.Name, a.UniqueName)
+	st.UniqueName = a.UniqueName
+	if a.VA != nil {
+		st.VolumeAttachment = a.VA.Name
 	} else {
 		st.VolumeAttachment = ""
 	}
 	switch {
-	case a.deleting:
+	case a.Deleting:
 		st.Phase = PhaseDetaching
 		st.Reason = "a previous attachment of the volume to this node is being removed; it is attached again once the removal finishes"
-	case a.attached:
+	case a.Attached:
 		st.Phase = PhaseAttached
 	default:
 		st.Phase = PhaseAttaching
 	}
-	if am := a.mechanism(); am != p.d.Mechanism && (p.d.Mechanism == migration.MechanismCSI || p.d.Mechanism == migration.MechanismInTree) {
+	if am := a.Mechanism(); am != p.d.Mechanism && (p.d.Mechanism == migration.MechanismCSI || p.d.Mechanism == migration.MechanismInTree) {
 		st.Reason = p.d.Reason + "; the volume is already attached " + string(am) + " and stays attached that way (no detach and re-attach on a migration flip), " + string(p.d.Mechanism) + " applies to its next attach"
 	}
-	if a.va != nil && a.va.Status.AttachError != nil && !a.attached {
-		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %s", p.volume, a.va.Status.AttachError.Message)
+	if a.VA != nil && a.VA.Status.AttachError != nil && !a.Attached {
+		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %s", p.volume, a.VA.Status.AttachError.Message)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
-		st.Reason = "the external-attacher reports: " + a.va.Status.AttachError.Message
+		st.Reason = "the external-attacher reports: " + a.VA.Status.AttachError.Message
 	}
 }
 
@@ -245,7 +248,7 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 
 // attachCSI decides the VolumeAttachment of a pair, once the ReadWriteOnce rule allows it:
 // the reservation is taken and the create expected before the create is queued (see
-// queueCreate), so the create workers send only what was decided under those rules.
+// creates.Queue.Add), so the create workers send only what was decided under those rules.
 func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	if !r.reserve(p, st) {
 		return
@@ -253,19 +256,17 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	r.c.mem.ExpectCreate(va, r.now)
 	r.c.startOp(OperationAttach, va, p, r.now)
-	r.attachedThisRun[va.Name] = &attachment{va: va}
+	r.attachedThisRun[va.Name] = &actual.Attachment{VA: va}
 	st.Phase = PhaseAttaching
-	if msg := r.c.takeCreateErr(va.Name); msg != "" {
+	if msg := r.c.creates.TakeErr(va.Name); msg != "" {
 		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
 	}
-	r.creates = append(r.creates, createJob{va: va, sourceKey: p.ids.sourceKey, pod: p.podRef(), volume: p.volume})
+	r.creates = append(r.creates, creates.Job{VA: va, SourceKey: p.ids.SourceKey, Pod: p.podRef(), Volume: p.volume})
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
-	logger := klog.FromContext(ctx)
-	attacher := r.c.opts.InTreeAttacher
-	if attacher == nil {
-		st.Reason = noInTreeAttacherReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
+	if !r.c.inTree.Available() {
+		st.Reason = intree.HeldReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
 		r.hold(ctx, p, st, "")
 		return
 	}
@@ -273,10 +274,7 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		return
 	}
 	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
-	start := r.c.opts.Clock.Now()
-	devicePath, err := attacher.Attach(ctx, vol, r.node.Name)
-	r.c.completedInTree(OperationAttach, r.node.Name, vol, start, err)
-	r.c.mem.Release(p.ids.sourceKey, r.node.Name)
+	devicePath, err := r.c.inTree.Attach(ctx, vol, r.node.Name, p.ids.SourceKey)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
@@ -285,9 +283,8 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.c.mem.RecordInTree(r.node.Name, vol, devicePath)
-	r.attachedThisRun[p.d.UniqueName] = &attachment{uniqueName: p.d.UniqueName, attached: true}
-	logger.V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
+	r.attachedThisRun[p.d.UniqueName] = &actual.Attachment{UniqueName: p.d.UniqueName, Attached: true}
+	klog.FromContext(ctx).V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
 
@@ -299,7 +296,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
-	other := r.c.mem.Reserve(r.node.Name, p.ids.sourceKey, p.ids.inTreeUnique)
+	other := r.c.mem.Reserve(r.node.Name, p.ids.SourceKey, p.ids.InTreeUnique)
 	if other == "" {
 		return true
 	}

@@ -14,11 +14,12 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
-// TestReconcileActions drives syncNode and syncNodeStatus over a whole controller, in
-// external-attacher's style: initial objects, the steps client-go and the workers take, and
-// the API actions expected, in order, with the Events. It pins the orders that keep volumes
-// safe: a detach first drops the volume from node status, then reads the node fresh, then
-// deletes the VolumeAttachment; a held or blocked pair makes no call at all.
+// TestReconcileActions drives syncNode and the node status sync (nodestatus.Updater.Sync)
+// over a whole controller, in external-attacher's style: initial objects, the steps
+// client-go and the workers take, and the API actions expected, in order, with the Events.
+// It pins the orders that keep volumes safe: a detach first drops the volume from node
+// status, then reads the node fresh, then deletes the VolumeAttachment; a held or blocked
+// pair makes no call at all.
 func TestReconcileActions(t *testing.T) {
 	const csi1 = "kubernetes.io/csi/d^h1"
 	listed := func(names ...string) func(*v1.Node) {

@@ -49,11 +49,11 @@ const recentOperationsSize = 200
 func (c *Controller) Snapshot() []PairState { return c.pairs.All() }
 
 // RecentOperations returns the last finished attach and detach operations, newest first.
-func (c *Controller) RecentOperations() []Operation { return c.ops.List() }
+func (c *Controller) RecentOperations() []Operation { return c.ops.Recent() }
 
 // OperationsUnderWay returns the CSI attaches and detaches requested and not yet seen ended
 // by the informer, oldest first (Duration is zero).
-func (c *Controller) OperationsUnderWay() []Operation { return c.pending.List() }
+func (c *Controller) OperationsUnderWay() []Operation { return c.ops.UnderWay() }
 
 // RecentFlips returns the last flips of managed nodes (at most 100), newest first.
 func (c *Controller) RecentFlips() []NodeFlip { return c.flips.Recent() }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
@@ -34,7 +35,7 @@ func TestRWOHeldWhileStoreIsAheadOfHandler(t *testing.T) {
 	// The store shows the object; its add event is still queued for the handlers.
 	f.store(f.vas, created[0])
 	f.vas.Bookmark(created[0].ResourceVersion)
-	f.c.checkExpectations(f.ctx)
+	f.c.expectations.Check(f.ctx)
 
 	f.pod("b", "n2", "pv1")
 	f.syncNode("n2")
@@ -59,8 +60,8 @@ func TestCreateExpectationEndsOnlyOnItsUID(t *testing.T) {
 	f.c.vaHandler().OnAdd(old, false)
 	f.c.vaHandler().OnDelete(old)
 	node, _ := f.c.nodes.Get("n1")
-	for _, a := range f.c.actualAttachments(node) {
-		if a.va != nil && a.va.Name == created.Name {
+	for _, a := range actual.Read(f.c.mem, f.c.lookups, node) {
+		if a.VA != nil && a.VA.Name == created.Name {
 			return
 		}
 	}
@@ -107,10 +108,10 @@ func TestActualStateSeesVAObservedMidRead(t *testing.T) {
 		}
 	}
 	node, _ := f.c.nodes.Get("n1")
-	atts := f.c.actualAttachments(node)
+	atts := actual.Read(f.c.mem, f.c.lookups, node)
 	<-delivered
 	for _, a := range atts {
-		if a.va != nil && a.va.Name == created.Name {
+		if a.VA != nil && a.VA.Name == created.Name {
 			return
 		}
 	}

@@ -165,10 +165,10 @@ func (s *scaleCluster) attachAll(ctx context.Context, tb testing.TB) {
 			tb.Fatal(err)
 		}
 		s.c.mem.Observed(attached)
-		s.c.endAttachIfDone(attached)
+		s.c.ops.AttachObserved(attached)
 	}
 	for _, n := range s.nodes {
-		if _, err := s.c.syncNodeStatus(ctx, n); err != nil {
+		if _, err := s.c.nodeStatus.Sync(ctx, n); err != nil {
 			tb.Fatal(err)
 		}
 	}

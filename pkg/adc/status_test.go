@@ -79,7 +79,7 @@ func TestNodeStatusWrittenAtOnce(t *testing.T) {
 				add(va, vas)
 			}
 
-			retryAfter, err := c.syncNodeStatus(ctx, "n1")
+			retryAfter, err := c.nodeStatus.Sync(ctx, "n1")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
@@ -14,22 +15,26 @@ import (
 // its own lock, changed only through its operations; its invariants are stated and checked
 // there. The names below are the controller's views of its types.
 
-// inTreeAttachment is an in-tree attachment memory holds.
-type inTreeAttachment = memory.InTreeAttachment
-
 // pairKey names a pair the controller may hold; eventKey the Events of one pod and reason.
 type (
 	pairKey  = memory.PairKey
 	eventKey = memory.EventKey
 )
 
-// memoryStore is what memory reads of the controller's informer stores, under its lock. It
-// reads c.vas at each call: tests replace the store after New.
-type memoryStore struct{ c *Controller }
+// stores is what memory and the expectation checker read of the controller's informer
+// stores. It reads c.vas at each call: tests replace the store after New.
+type stores struct{ c *Controller }
 
-var _ memory.Store = memoryStore{}
+var (
+	_ memory.Store      = stores{}
+	_ expectcheck.Store = stores{}
+)
 
-func (s memoryStore) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
+func (s stores) GetByKey(key string) (interface{}, bool, error) { return s.c.vas.GetByKey(key) }
+
+func (s stores) LastStoreSyncResourceVersion() string { return s.c.vas.LastStoreSyncResourceVersion() }
+
+func (s stores) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
 	obj, ok, _ := s.c.vas.GetByKey(name)
 	if !ok {
 		return nil, false
@@ -37,7 +42,7 @@ func (s memoryStore) VolumeAttachment(name string) (*storagev1.VolumeAttachment,
 	return cached.VAOf(obj)
 }
 
-func (s memoryStore) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment {
+func (s stores) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachment {
 	objs, _ := s.c.vas.ByIndex(byNodeIndex, node)
 	out := make([]*storagev1.VolumeAttachment, 0, len(objs))
 	for _, obj := range objs {
@@ -48,7 +53,7 @@ func (s memoryStore) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAtt
 	return out
 }
 
-func (s memoryStore) NodeKnown(node string) bool {
+func (s stores) NodeKnown(node string) bool {
 	_, err := s.c.nodes.Get(node)
 	return err == nil
 }

@@ -1,3 +1,10 @@
+// Package cached is what adc keeps in its informer caches and how it reads them: the compact
+// forms of pods, claims, volumes and VolumeAttachments (only what adc reads, in a fraction of
+// the memory), the transform and the informer factory that make them, the readers that answer
+// the controller's questions from either form (whole objects inside kube-controller-manager,
+// compact ones on its own), and which updates change what adc reads. It is apart from the
+// controller because the caches are most of adc's memory and every reader must agree with
+// the forms.
 package cached
 
 import (

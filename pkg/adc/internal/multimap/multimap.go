@@ -1,3 +1,5 @@
+// Package multimap is a map from a key to a set of values, made for one value per key: the
+// controller's claim -> pods and memory's volume -> VolumeAttachments.
 package multimap
 
 // Map maps a key to a set of values, made for the common case of one value per key (a

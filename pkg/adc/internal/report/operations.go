@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/utils/clock"
+
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -61,21 +64,21 @@ const (
 	ForcedDetachNodeDeleted  = "node-deleted"
 )
 
-// Pending are the CSI operations under way, by VolumeAttachment name, that the
+// pending are the CSI operations under way, by VolumeAttachment name, that the
 // VolumeAttachment informer ends: a record for the recent-operations list and the metrics,
 // not part of the controller's decisions, so it keeps its own lock apart from memory.
-type Pending struct {
+type pending struct {
 	mu        sync.Mutex
 	attaching map[string]Operation
 	detaching map[string]Operation
 }
 
-func NewPending() *Pending {
-	return &Pending{attaching: map[string]Operation{}, detaching: map[string]Operation{}}
+func newPending() *pending {
+	return &pending{attaching: map[string]Operation{}, detaching: map[string]Operation{}}
 }
 
 // Start records op as under way; a detach takes the labels of the attach it follows.
-func (p *Pending) Start(name string, op Operation) {
+func (p *pending) Start(name string, op Operation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if op.Kind == OperationAttach {
@@ -89,7 +92,7 @@ func (p *Pending) Start(name string, op Operation) {
 }
 
 // Abort forgets the operations of a VolumeAttachment whose request failed or that is gone.
-func (p *Pending) Abort(name string) {
+func (p *pending) Abort(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.attaching, name)
@@ -97,7 +100,7 @@ func (p *Pending) Abort(name string) {
 }
 
 // AttachEnded returns and forgets the attach of name, if one is under way.
-func (p *Pending) AttachEnded(name string) (Operation, bool) {
+func (p *pending) AttachEnded(name string) (Operation, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	op, ok := p.attaching[name]
@@ -106,7 +109,7 @@ func (p *Pending) AttachEnded(name string) (Operation, bool) {
 }
 
 // DetachEnded returns and forgets the detach of name (and any attach), if under way.
-func (p *Pending) DetachEnded(name string) (Operation, bool) {
+func (p *pending) DetachEnded(name string) (Operation, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	op, ok := p.detaching[name]
@@ -116,7 +119,7 @@ func (p *Pending) DetachEnded(name string) (Operation, bool) {
 }
 
 // List returns the operations under way, oldest first.
-func (p *Pending) List() []Operation {
+func (p *pending) List() []Operation {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]Operation, 0, len(p.attaching)+len(p.detaching))
@@ -136,7 +139,7 @@ func (p *Pending) List() []Operation {
 }
 
 // Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
-func (p *Pending) Names() []string {
+func (p *pending) Names() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
@@ -149,3 +152,90 @@ func (p *Pending) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Operations follows attach and detach operations from their request to their end: those
+// under way (a CSI operation ends when the VolumeAttachment informer shows it done), the
+// last finished ones, and the Observer (metrics), told as each ends. The controller only
+// says what it requested and what the informer showed.
+type Operations struct {
+	pending  *pending
+	recent   *Recent[Operation]
+	observer Observer
+	clock    clock.PassiveClock
+}
+
+// NewOperations keeps the last recentSize finished operations; observer may be nil.
+func NewOperations(recentSize int, observer Observer, clk clock.PassiveClock) *Operations {
+	return &Operations{pending: newPending(), recent: NewRecent[Operation](recentSize), observer: observer, clock: clk}
+}
+
+// Start records a CSI attach or detach requested for the VolumeAttachment name; the
+// informer ends it (AttachObserved, Deleted).
+func (o *Operations) Start(name string, op Operation) { o.pending.Start(name, op) }
+
+// Abort forgets the operations of a VolumeAttachment whose request failed or that is gone
+// without the informer showing it.
+func (o *Operations) Abort(name string) { o.pending.Abort(name) }
+
+// AttachObserved ends an attach when the informer shows the VolumeAttachment attached or
+// failed.
+func (o *Operations) AttachObserved(va *storagev1.VolumeAttachment) {
+	if !va.Status.Attached && va.Status.AttachError == nil {
+		return
+	}
+	now := o.clock.Now()
+	op, ok := o.pending.AttachEnded(va.Name)
+	if !ok {
+		return
+	}
+	op.Duration = now.Sub(op.Started)
+	if !va.Status.Attached {
+		op.Err = va.Status.AttachError.Message
+	}
+	o.completed(op)
+}
+
+// Deleted ends a detach when the informer shows the VolumeAttachment gone.
+func (o *Operations) Deleted(va *storagev1.VolumeAttachment) {
+	now := o.clock.Now()
+	op, ok := o.pending.DetachEnded(va.Name)
+	if !ok {
+		return
+	}
+	op.Duration = now.Sub(op.Started)
+	o.completed(op)
+}
+
+// InTree records a synchronous in-tree attach or detach of the volume (unique name, plugin)
+// that started at start and returned err.
+func (o *Operations) InTree(kind OperationKind, node, uniqueName, plugin string, start time.Time, err error) {
+	op := Operation{Kind: kind, Node: node, Volume: uniqueName, Plugin: plugin, Mechanism: migration.MechanismInTree,
+		Started: start, Duration: o.clock.Since(start)}
+	if err != nil {
+		op.Err = err.Error()
+	}
+	o.completed(op)
+}
+
+// Forced counts a forced detach, by the reason that forced it (ForcedDetachReason values).
+func (o *Operations) Forced(reason string) {
+	if o.observer != nil {
+		o.observer.ForcedDetach(reason)
+	}
+}
+
+func (o *Operations) completed(op Operation) {
+	o.recent.Add(op)
+	if o.observer != nil {
+		o.observer.OperationCompleted(op)
+	}
+}
+
+// UnderWay returns the operations requested and not yet seen ended, oldest first.
+func (o *Operations) UnderWay() []Operation { return o.pending.List() }
+
+// Recent returns the last finished operations, newest first.
+func (o *Operations) Recent() []Operation { return o.recent.List() }
+
+// Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
+func (o *Operations) Names() []string { return o.pending.Names() }

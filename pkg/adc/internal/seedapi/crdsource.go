@@ -1,3 +1,7 @@
+// Package seedapi reads objects of APIs served by CRDs that may be installed after adc starts,
+// or never: the seed APIs' CSINodeInfo and CSIDriver (csi.storage.k8s.io/v1alpha1) and adc's
+// DetachPolicy. Each source is a typed, read-only cache that waits for its CRD and tells the
+// controller when its objects change.
 package seedapi
 
 import (
