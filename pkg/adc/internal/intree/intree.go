@@ -61,11 +61,11 @@ func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node, sou
 	start := p.opts.Clock.Now()
 	devicePath, err = p.opts.Attacher.Attach(ctx, vol, node)
 	p.opts.Ops.InTree(report.OperationAttach, node, vol.UniqueName, vol.Plugin, start, err)
-	p.opts.Memory.Release(sourceKey, node)
 	if err != nil {
+		p.opts.Memory.Release(sourceKey, node)
 		return "", err
 	}
-	p.opts.Memory.RecordInTree(node, vol, devicePath)
+	p.opts.Memory.InTreeAttached(node, sourceKey, vol, devicePath)
 	return devicePath, nil
 }
 

@@ -30,11 +30,17 @@ type InTreeAttachment struct {
 	DevicePath string
 }
 
-// RecordInTree records an in-tree attach that succeeded.
-func (m *Memory) RecordInTree(node string, vol InTreeVolume, devicePath string) {
+// InTreeAttached records an in-tree attach that succeeded and ends the node's reservation of
+// the volume (sourceKey) in the same step: the attachment holds the volume from then on.
+// Released first and recorded after, a second node's Reserve could find the volume held by
+// neither and attach a ReadWriteOnce volume twice.
+func (m *Memory) InTreeAttached(node, sourceKey string, vol InTreeVolume, devicePath string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.addInTreeLocked(node, InTreeAttachment{Volume: vol, DevicePath: devicePath})
+	if sourceKey != "" && m.reservations[sourceKey] == node {
+		delete(m.reservations, sourceKey)
+	}
 }
 
 func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {
