@@ -176,6 +176,10 @@ func runController(parent context.Context, f *controllerFlags) error {
 	var (
 		mu      sync.Mutex
 		current *adc.Controller
+		// leading is set as run starts, before the controller exists: from the moment it
+		// takes the Lease a replica is not ready until its caches have synced, with no
+		// instant in between where it would still look like a ready standby.
+		leading bool
 	)
 	srv := server.New()
 	srv.AddHealthCheck(server.Check{Name: "ping", Check: func(*http.Request) error { return nil }})
@@ -183,7 +187,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
-		case current == nil && !f.leaderElect:
+		case current == nil && (leading || !f.leaderElect):
 			return fmt.Errorf("controller not started yet")
 		case current != nil && !current.HasSynced():
 			return fmt.Errorf("informer caches not synced yet")
@@ -211,6 +215,9 @@ func runController(parent context.Context, f *controllerFlags) error {
 	}
 
 	run := func(ctx context.Context) {
+		mu.Lock()
+		leading = true
+		mu.Unlock()
 		// adc owns this factory, so its caches keep only what adc reads (most of its memory).
 		factory := adc.NewInformerFactory(client, f.resync)
 		ctrl, err := adc.New(client, dyn, factory, opts)

@@ -118,6 +118,11 @@ func TestSecurePortAsShipped(t *testing.T) {
 	// Ready once it leads and its caches synced: a replica waiting for the Lease is ready
 	// too, and turns unready for a moment when it takes the Lease.
 	waitForNewLeader(ctx, t, admin, m.Role.Namespace, previousHolder)
+	// The Lease is written before the new leader's callback runs: wait for its controller to
+	// have synced, or /readyz may still answer as the standby did a moment before.
+	framework.Eventually(ctx, t, "adc's controller synced its caches", 30*time.Second, func(context.Context) (bool, string) {
+		return strings.Contains(adcProc.out.String(), "Caches synced; reconciling every node"), "not in its log yet"
+	})
 	framework.Eventually(ctx, t, "GET "+base+"/readyz 200", 30*time.Second, func(ctx context.Context) (bool, string) {
 		code, body := framework.GetWithToken(ctx, insecure, base+"/readyz", "")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
