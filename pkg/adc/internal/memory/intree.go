@@ -38,9 +38,7 @@ func (m *Memory) InTreeAttached(node, sourceKey string, vol InTreeVolume, device
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.addInTreeLocked(node, InTreeAttachment{Volume: vol, DevicePath: devicePath})
-	if sourceKey != "" && m.reservations[sourceKey] == node {
-		delete(m.reservations, sourceKey)
-	}
+	m.releaseLocked(sourceKey, node)
 }
 
 func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {

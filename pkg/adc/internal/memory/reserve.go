@@ -56,6 +56,10 @@ func (m *Memory) Reserve(node, sourceKey, inTreeUnique string) (other string) {
 func (m *Memory) Release(sourceKey, node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.releaseLocked(sourceKey, node)
+}
+
+func (m *Memory) releaseLocked(sourceKey, node string) {
 	if m.reservations[sourceKey] == node {
 		delete(m.reservations, sourceKey)
 	}
