@@ -190,6 +190,7 @@ clean:
 BENCH_SEED_CACHE ?= $(CURDIR)/bin/bench-seed
 KCM_BIN := $(ENVTEST_DIR)/kube-controller-manager
 BENCH_FLAGS = -seed-cache "$(BENCH_SEED_CACHE)" -log-dir $(CURDIR)/bin/bench-logs -adc bin/adc -kcm $(KCM_BIN) $(if $(ADC_FLAGS),-adc-flags "$(ADC_FLAGS)")
+BENCH_ROUNDS ?= 1
 .PHONY: bench-e2e bench-e2e-upstream bench-compare bench-scale bench-failover
 bench-e2e: envtest-assets build
 	$(GO) run ./test/bench/e2e $(BENCH_FLAGS) -nodes $(or $(BENCH_NODES),100) -pods $(or $(BENCH_PODS),20) -qps 20 -burst 30
@@ -207,12 +208,12 @@ bench-e2e-upstream: envtest-assets kcm-assets
 # table (about 25 minutes on 2 cores). BENCH_SCENARIOS=NODESxPODS@QPS/BURST,...
 BENCH_SCENARIOS ?= 100x20@1000/2000,1000x10@1000/2000,100x20@20/30
 bench-compare: envtest-assets kcm-assets build
-	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -scenarios "$(BENCH_SCENARIOS)"
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -rounds $(BENCH_ROUNDS) -scenarios "$(BENCH_SCENARIOS)"
 
 # 5000 nodes x 10 pods = 50,000 volumes for both (BENCH_NODES=1000 BENCH_PODS=10 for a quick
 # one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
 bench-scale: envtest-assets kcm-assets build
-	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -rounds $(BENCH_ROUNDS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
 
 # Restart at scale: two adc replicas converge BENCH_NODES x BENCH_PODS (default 5000 x 10), the
 # leader is SIGKILLed and the standby takes over; then kube-controller-manager 1.36.3 starts

@@ -29,6 +29,7 @@ func main() {
 		adcFlags    string
 		jsonOut     string
 		calibrate   bool
+		rounds      int
 	)
 	flag.StringVar(&scenarios, "scenarios", "100x20@1000/2000,1000x10@1000/2000,100x20@20/30", "comma-separated NODESxPODS@QPS/BURST")
 	flag.StringVar(&controllers, "controllers", "kcm,adc", "controllers to run per scenario, in order")
@@ -37,6 +38,7 @@ func main() {
 	flag.DurationVar(&base.SteadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
 	flag.StringVar(&jsonOut, "json", "", "also write every result as JSON to this file")
 	flag.BoolVar(&calibrate, "calibrate", true, "first measure, per scenario, the write rate its control plane sustains (scenario.Calibrate), for the efficiency lines")
+	flag.IntVar(&rounds, "rounds", 1, "runs of each scenario's controllers, in alternating order; with more than one, the adc/kcm ratios of every round and their median are printed at the end")
 	klog.InitFlags(nil)
 	flag.Parse()
 	base.ADCFlags = strings.Fields(adcFlags)
@@ -54,7 +56,6 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		p := pair{config: c}
 		var cal *scenario.Calibration
 		if calibrate {
 			fmt.Printf("\n=== %s: calibration ===\n", c.Name())
@@ -62,26 +63,30 @@ func main() {
 				fail(err)
 			}
 		}
-		for _, k := range strings.Split(controllers, ",") {
-			c.Controller = scenario.Kind(strings.TrimSpace(k))
-			fmt.Printf("\n=== %s: %s ===\n", c.Name(), c.Controller)
-			res, err := scenario.Run(context.Background(), c)
-			if err != nil {
-				fail(err)
+		for round := 0; round < max(rounds, 1); round++ {
+			p := pair{config: c}
+			for _, k := range order(strings.Split(controllers, ","), round) {
+				c.Controller = scenario.Kind(strings.TrimSpace(k))
+				fmt.Printf("\n=== %s: %s (round %d) ===\n", c.Name(), c.Controller, round+1)
+				res, err := scenario.Run(context.Background(), c)
+				if err != nil {
+					fail(err)
+				}
+				res.Calibration = cal
+				scenario.Report(os.Stdout, res)
+				switch c.Controller {
+				case scenario.KCM:
+					p.kcm = res
+				default:
+					p.adc = res
+				}
 			}
-			res.Calibration = cal
-			scenario.Report(os.Stdout, res)
-			switch c.Controller {
-			case scenario.KCM:
-				p.kcm = res
-			default:
-				p.adc = res
-			}
+			printPair(os.Stdout, p)
+			all = append(all, p)
 		}
-		printPair(os.Stdout, p)
-		all = append(all, p)
 	}
 	printSummary(os.Stdout, all)
+	printRounds(os.Stdout, all)
 	if jsonOut != "" {
 		var out []*scenario.Result
 		for _, p := range all {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,7 @@ func TestChaos(t *testing.T) {
 	if settleErr != nil {
 		t.Logf("not converged within 60s of the last fault (%v; last etcd catch-up error: %v)", settleErr, catchUpErr)
 		describeDeleting(t, cp, attacher)
+		explainStuck(t, cp, reps, problems)
 	} else {
 		t.Logf("converged %s after the last fault: %d pods, %d VolumeAttachments", time.Since(converged).Round(time.Millisecond), pods, vas)
 	}
@@ -171,6 +173,14 @@ func explain(t *testing.T, violations []Violation, reps *replicas) {
 	var words []string
 	if f := strings.Fields(first.Message); len(f) > 1 && f[0] == "VA" {
 		words = append(words, f[1])
+	}
+	if f := strings.Fields(first.Message); len(f) > 1 && f[0] == "pod" {
+		// A convergence problem: "pod NAMESPACE/NAME on NODE: no VA NAME for VOLUME".
+		_, pod, _ := strings.Cut(f[1], "/")
+		words = append(words, pod)
+		if i := slices.Index(f, "VA"); i >= 0 && i+1 < len(f) {
+			words = append(words, f[i+1])
+		}
 	}
 	if i := strings.Index(first.Message, "("); i >= 0 {
 		if f := strings.Fields(first.Message[i+1:]); len(f) > 0 {

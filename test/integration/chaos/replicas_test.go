@@ -225,3 +225,24 @@ func (r *replicas) SaveLogs(t *testing.T, dir string) {
 	}
 	t.Logf("adc logs saved in %s", dir)
 }
+
+// LeaderHTTPAddr returns the plain HTTP address the leading replica logged, "" if none leads
+// or it logged none.
+func (r *replicas) LeaderHTTPAddr(ctx context.Context) string {
+	p, err := r.leader(ctx)
+	if err != nil || p == nil {
+		return ""
+	}
+	const key = `"Serving plain HTTP on loopback"`
+	for _, line := range strings.Split(p.out.String(), "\n") {
+		if !strings.Contains(line, key) {
+			continue
+		}
+		if _, addr, ok := strings.Cut(line, `address="`); ok {
+			if addr, _, ok := strings.Cut(addr, `"`); ok {
+				return addr
+			}
+		}
+	}
+	return ""
+}

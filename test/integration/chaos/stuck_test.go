@@ -2,6 +2,9 @@ package chaos
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +41,33 @@ func describeDeleting(t *testing.T, cp *framework.ControlPlane, attacher *simula
 		} else {
 			t.Logf("  simulated attacher: never queued it")
 		}
+	}
+}
+
+// explainStuck runs `adc explain` (as an operator would, with the leader's memory) for the
+// first pods the convergence check found without their volumes, so that a run that does
+// not converge says why from adc's own point of view, with no log to dig through.
+func explainStuck(t *testing.T, cp *framework.ControlPlane, reps *replicas, problems []Violation) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kubeconfig := filepath.Join(t.TempDir(), "explain-kubeconfig")
+	if err := framework.WriteKubeconfig(cp.Config, kubeconfig); err != nil {
+		t.Logf("writing a kubeconfig for adc explain: %v", err)
+		return
+	}
+	args := []string{"explain", "--kubeconfig", kubeconfig, "--max-wait-for-unmount", maxWait.String()}
+	if addr := reps.LeaderHTTPAddr(ctx); addr != "" {
+		args = append(args, "--controller", "http://"+addr)
+	}
+	seen := map[string]bool{}
+	for _, p := range problems {
+		// "pod NAMESPACE/NAME on NODE: ..."
+		f := strings.Fields(p.Message)
+		if len(f) < 2 || f[0] != "pod" || seen[f[1]] || len(seen) == 3 {
+			continue
+		}
+		seen[f[1]] = true
+		out, err := exec.CommandContext(ctx, adcBinary, append(args, "pod", f[1])...).CombinedOutput()
+		t.Logf("adc explain pod %s (err %v):\n%s", f[1], err, out)
 	}
 }

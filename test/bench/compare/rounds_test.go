@@ -1,0 +1,58 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/migration-aware/adc/test/bench/internal/scenario"
+)
+
+func TestOrderAlternates(t *testing.T) {
+	in := []string{"kcm", "adc"}
+	if got := order(in, 0); !slices.Equal(got, in) {
+		t.Errorf("round 1: %v", got)
+	}
+	if got := order(in, 1); !slices.Equal(got, []string{"adc", "kcm"}) {
+		t.Errorf("round 2: %v", got)
+	}
+	if !slices.Equal(in, []string{"kcm", "adc"}) {
+		t.Errorf("order changed its input: %v", in)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{1.1, 0.9, 1.0}, 1.0}, {[]float64{4, 1, 2, 3}, 2.5}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// printRounds gives one line per measure with every round's ratio and their median, and
+// nothing for a scenario run once.
+func TestPrintRounds(t *testing.T) {
+	cfg := scenario.Config{Nodes: 100, PodsPerNode: 20, QPS: 1000, Burst: 2000}
+	once := scenario.Config{Nodes: 1000, PodsPerNode: 10, QPS: 1000, Burst: 2000}
+	run := func(created time.Duration) *scenario.Result {
+		return &scenario.Result{Volumes: 2000, AllVolumeAttachments: created}
+	}
+	var b strings.Builder
+	printRounds(&b, []pair{
+		{config: cfg, kcm: run(3 * time.Second), adc: run(3300 * time.Millisecond)},
+		{config: cfg, kcm: run(3 * time.Second), adc: run(2700 * time.Millisecond)},
+		{config: cfg, kcm: run(4 * time.Second), adc: run(3600 * time.Millisecond)},
+		{config: once, kcm: run(time.Second), adc: run(time.Second)},
+	})
+	out := b.String()
+	if !strings.Contains(out, "| every VolumeAttachment exists | 1.10, 0.90, 0.90 | 0.90 |") {
+		t.Errorf("no per-round line with its median:\n%s", out)
+	}
+	if strings.Contains(out, "1000x10") {
+		t.Errorf("a scenario run once is summarized:\n%s", out)
+	}
+}
