@@ -25,6 +25,7 @@
 //	creates      the create queue: decided VolumeAttachment creates, sent by its own workers
 //	nodestatus   status.volumesAttached, written from the status queue; the per-node status locks
 //	expectcheck  the checker that ends create expectations the informer never will
+//	retry        the queues' retry backoff: doubling per failed retry, not per failure
 //	intree       the calls to a host's in-tree attacher, and the periodic check of their result
 //	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
 //	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
@@ -63,6 +64,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
+	"github.com/migration-aware/adc/pkg/adc/internal/retry"
 	"github.com/migration-aware/adc/pkg/adc/internal/seedapi"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
@@ -166,11 +168,11 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: ComponentName})
 	}
-	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
+	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
+		retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: nodeQueueName, Clock: opts.Clock})
-	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
+	c.statusQueue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
+		retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: statusQueueName, Clock: opts.Clock})
 
 	podInf := factory.Core().V1().Pods().Informer()

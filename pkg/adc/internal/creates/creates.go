@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/retry"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -80,7 +81,7 @@ func New(opts Options) *Queue {
 	return &Queue{
 		opts:     opts,
 		queue:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: QueueName, Clock: opts.Clock}),
-		retries:  workqueue.DefaultTypedControllerRateLimiter[string](),
+		retries:  retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
 		jobs:     map[string]Job{},
 		inFlight: map[string]bool{},
 		errs:     map[string]string{},
