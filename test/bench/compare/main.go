@@ -65,6 +65,9 @@ func main() {
 		}
 		for round := 0; round < max(rounds, 1); round++ {
 			p := pair{config: c}
+			if rounds > 1 {
+				p.round = round + 1
+			}
 			for _, k := range order(strings.Split(controllers, ","), round) {
 				c.Controller = scenario.Kind(strings.TrimSpace(k))
 				fmt.Printf("\n=== %s: %s (round %d) ===\n", c.Name(), c.Controller, round+1)

@@ -9,10 +9,12 @@ import (
 	"github.com/migration-aware/adc/test/bench/internal/scenario"
 )
 
-// pair is one scenario's two runs; either may be nil when only one controller ran.
+// pair is one scenario's two runs; either may be nil when only one controller ran. round
+// counts from 1 when the scenario ran in several rounds (-rounds), else it is 0.
 type pair struct {
 	config   scenario.Config
 	kcm, adc *scenario.Result
+	round    int
 }
 
 // measure is one line of the comparison.
@@ -214,6 +216,9 @@ func printSummary(w io.Writer, all []pair) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, p := range all {
 		work := fmt.Sprintf("%d x %d, %g/%d QPS", p.config.Nodes, p.config.PodsPerNode, p.config.QPS, p.config.Burst)
+		if p.round > 0 {
+			work += fmt.Sprintf(", round %d", p.round)
+		}
 		if k := calibrationOf(p); k != nil {
 			work += fmt.Sprintf(" (%.0f writes/s)", k.Rate)
 		}
