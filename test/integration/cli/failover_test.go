@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,6 +183,11 @@ func TestLeaderFailover(t *testing.T) {
 	if newHolder == holder {
 		t.Fatalf("lease still held by the killed leader %s", holder)
 	}
+	// The test's Lease watch may deliver the acquisition after the poll above saw it: wait for
+	// it (a hang guard) before reading the history.
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.ContainsFunc(history.snapshot(), func(st leaseState) bool { return st.holder == newHolder }), nil
+	})
 	// The Lease's history: the killed leader's renewals, then the standby's acquisition, and
 	// nothing of the old leader after that. The standby acquired only after the lease the
 	// leader last renewed had expired (acquireTime >= last renewTime + duration, within
