@@ -194,7 +194,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
-		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode})
+		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode,
+		CreatesWaiting: func() bool { return c.creates.Len() > 0 }})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
 		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	c.inTree = intree.New(intree.Options{Attacher: opts.InTreeAttacher, Memory: c.mem, Ops: c.ops, Clock: opts.Clock,
