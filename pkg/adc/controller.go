@@ -89,7 +89,7 @@ type Controller struct {
 	csiNodes   cache.Indexer
 	vas        cache.Indexer
 	nodeInfos  *seedapi.NodeInfoSource
-	synced     []cache.InformerSynced
+	synced     []cache.DoneChecker
 
 	// seedDrivers reads seed-API CSIDrivers; nil unless --driver-info-source is seed or auto.
 	seedDrivers *seedapi.DriverSource
@@ -220,7 +220,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		}
 		// Synced once the handler has seen every object listed at start-up, not only once the
 		// cache has them: claimUsers and vaSources are kept by the handlers.
-		c.synced = append(c.synced, reg.HasSynced)
+		c.synced = append(c.synced, reg.HasSyncedChecker())
 	}
 	if opts.Migration.NodeSource != migration.NodeSourceCSINode {
 		if dyn == nil {
@@ -266,7 +266,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	logger.Info("Starting attach/detach controller", "workers", workers, "createsInFlight", c.opts.CreatesInFlight, "migration", c.opts.Migration.String())
 	defer logger.Info("Shutting down attach/detach controller")
 
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+	// Waits on each handler's done channel, not a 100 ms poll: a start or a failover decides
+	// as soon as the last list is delivered.
+	if !cache.WaitFor(klog.NewContext(ctx, logger.V(2)), "caches", c.synced...) {
+		logger.Info("Stopped before the caches synced")
 		return
 	}
 	if c.nodeInfos != nil {

@@ -60,6 +60,7 @@ func calibrated(f func(*scenario.Result) (float64, bool)) func(*scenario.Result)
 // measures are the lines printed for every scenario, in order; the per-verb request lines
 // follow them.
 var measures = []measure{
+	{"first VolumeAttachment exists", seconds(func(r *scenario.Result) float64 { return r.FirstVolumeAttachment.Seconds() }), fmtSeconds, true},
 	{"every VolumeAttachment exists", seconds(func(r *scenario.Result) float64 { return r.AllVolumeAttachments.Seconds() }), fmtSeconds, true},
 	{"all listed in node status", seconds(func(r *scenario.Result) float64 { return r.AllListed.Seconds() }), fmtSeconds, true},
 	{"p50 time to listed", seconds(func(r *scenario.Result) float64 { return r.ListedP50.Seconds() }), fmtSeconds, true},

@@ -133,7 +133,7 @@ func (r *replicas) WaitForLeader(ctx context.Context, timeout time.Duration) (*p
 // WaitForWarmLeader waits until a live replica leads with its caches synced, so that a fault
 // that follows hits a controller deciding on caches it already had.
 func (r *replicas) WaitForWarmLeader(ctx context.Context, timeout time.Duration) (*process, error) {
-	return r.waitLeader(ctx, timeout, "Caches are synced", " with synced caches")
+	return r.waitLeader(ctx, timeout, "Caches synced; reconciling every node", " with synced caches")
 }
 
 // waitLeader waits until a live replica leads and its log has logged (if set).

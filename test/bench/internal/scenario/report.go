@@ -14,6 +14,7 @@ import (
 func Report(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "\n%s: %d nodes x %d pods = %d volumes, client %g QPS / %d burst\n", r.Controller, r.Nodes, r.PodsPerNode, r.Volumes, r.QPS, r.Burst)
 	fmt.Fprintf(w, "  machine load average (1 min): %.1f at the start, %.1f at convergence (2 cores)\n", r.LoadStart, r.LoadConverged)
+	fmt.Fprintf(w, "  first VolumeAttachment exists:        %s\n", Dur(r.FirstVolumeAttachment))
 	fmt.Fprintf(w, "  every VolumeAttachment exists:        %s\n", Dur(r.AllVolumeAttachments))
 	fmt.Fprintf(w, "  every volume listed in node status:   %s   (API budget, required writes / QPS: %s)\n", Dur(r.AllListed), Dur(r.APIBudget))
 	fmt.Fprintf(w, "  time to be listed from start:         p50 %s, p90 %s\n", Dur(r.ListedP50), Dur(r.ListedP90))

@@ -20,8 +20,10 @@ type Result struct {
 	// Seeding is how long seeding took, zero when a cached seed was reused.
 	Seeding time.Duration
 
-	// AllVolumeAttachments: until the last VolumeAttachment was first seen.
-	AllVolumeAttachments time.Duration
+	// FirstVolumeAttachment: until the first VolumeAttachment was first seen, the
+	// controller's start (process, informers, first decision) before its creates;
+	// AllVolumeAttachments: until the last one was.
+	FirstVolumeAttachment, AllVolumeAttachments time.Duration
 	// AllListed: until the last volume was first listed in its node's status.volumesAttached.
 	AllListed time.Duration
 	// ListedP50 and ListedP90: over volumes, the time until each was first listed.

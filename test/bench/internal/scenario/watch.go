@@ -104,13 +104,16 @@ func (w *watcher) counts() (created, listed, gone int, changed <-chan struct{}) 
 func (w *watcher) attachResult(r *Result, start time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var last time.Time
+	var first, last time.Time
 	for _, t := range w.created {
 		if t.After(last) {
 			last = t
 		}
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
 	}
-	r.AllVolumeAttachments = last.Sub(start)
+	r.FirstVolumeAttachment, r.AllVolumeAttachments = first.Sub(start), last.Sub(start)
 	fromStart := make([]time.Duration, 0, len(w.listed))
 	toListed := make([]time.Duration, 0, len(w.listed))
 	last = time.Time{}
