@@ -195,7 +195,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
 		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode,
-		CreatesWaiting: func() bool { return c.creates.Len() > 0 }})
+		CreatesWaiting: c.createsWaiting})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
 		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	c.inTree = intree.New(intree.Options{Attacher: opts.InTreeAttacher, Memory: c.mem, Ops: c.ops, Clock: opts.Clock,
@@ -245,6 +245,19 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 			Client: dyn, Recorder: c.recorder, FieldManager: volumeattach.FieldManager, Clock: opts.Clock})
 	}
 	return c, nil
+}
+
+// createsBurst is how many rounds of the create workers a create backlog must hold before a
+// node's newly attached volumes wait for its pending attaches (nodestatus.Options.CreatesWaiting):
+// such a burst keeps the API server busy with adc's creates for that many round trips, and a
+// status patch sent then takes a create's turn. A smaller backlog (a few pods landing at the
+// default 20 QPS, 4 creates in flight) drains in a round trip or two, about what the patch
+// would save, so its volumes are written at once as before.
+const createsBurst = 8
+
+// createsWaiting reports whether the create backlog is a burst (createsBurst).
+func (c *Controller) createsWaiting() bool {
+	return c.creates.Len() >= createsBurst*c.opts.CreatesInFlight
 }
 
 // Run waits for every informer's cache, then reconciles until ctx ends. Nothing is

@@ -1,6 +1,7 @@
 package adc
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -199,4 +200,38 @@ func vaNameOf(t *testing.T, f *fixture, node string) string {
 		t.Fatalf("no VolumeAttachment created on %s", node)
 	}
 	return vas[0].Name
+}
+
+// Node status waits for a node's pending attaches only while the create backlog is a burst,
+// createsBurst rounds of the create workers: a smaller backlog drains in about the time a
+// volume would wait.
+func TestCreatesWaitingIsABurst(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		volumes int
+		want    bool
+	}{
+		{"no creates", 0, false},
+		{"fewer than a burst", createsBurst*2 - 1, false},
+		{"a burst", createsBurst * 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{CreatesInFlight: 2})
+			f.node("n1")
+			pvs := make([]string, tc.volumes)
+			for i := range pvs {
+				pvs[i] = fmt.Sprintf("pv%d", i)
+				f.volume(pvs[i], "h-"+pvs[i], v1.ReadWriteOnce)
+			}
+			if len(pvs) > 0 {
+				f.pod("a", "n1", pvs...)
+				if _, err := f.c.syncNode(f.ctx, "n1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := f.c.createsWaiting(); got != tc.want {
+				t.Errorf("createsWaiting() with %d creates queued = %v, want %v", f.c.creates.Len(), got, tc.want)
+			}
+		})
+	}
 }

@@ -28,8 +28,8 @@ type Options struct {
 	// are then coalesced only by what attaches while a write of the node is in flight.
 	NodeStatusMaxDelay time.Duration
 	// APIBudget, when set, tells whether the client budget adc writes through is spent right
-	// now (volumeattach.PriorityLimiter). While it is, or while decided creates wait for a
-	// create worker, a node's newly attached volumes wait for the node's other pending
+	// now (volumeattach.PriorityLimiter). While it is, or while a burst of decided creates
+	// waits for the create workers, a node's newly attached volumes wait for the node's other pending
 	// attaches (at most nodestatus.SaturatedDelay, a second), so the budget and the API server
 	// are not spent on one status patch per attach; otherwise every status write goes at once.
 	APIBudget APIBudget

@@ -45,9 +45,9 @@ type Options struct {
 	// MaxDelay and Budget are adc's NodeStatusMaxDelay and APIBudget (see Updater.delay).
 	MaxDelay time.Duration
 	Budget   Budget
-	// CreatesWaiting reports whether decided VolumeAttachment creates wait for a create
-	// worker (the create queue has a backlog). Then, as with a spent Budget, a status patch
-	// sent now takes a create's turn at the API server (see delay).
+	// CreatesWaiting reports whether a burst of decided VolumeAttachment creates waits for
+	// the create workers (adc: at least 8 rounds of them queued). Then, as with a spent
+	// Budget, a status patch sent now takes a create's turn at the API server (see delay).
 	CreatesWaiting func() bool
 	// Wake queues a node for reconcile: a written removal may let its detach go on.
 	Wake func(node string)
@@ -71,7 +71,7 @@ func (u *Updater) Locks() *Locks { return &u.locks }
 // write (the queue holds the node's key until the running write is done). Under load this
 // batches several volumes into one patch; otherwise a volume waits one round trip. An
 // addition waits for the node's pending attaches only under load (the client budget spent,
-// or creates waiting for a create worker), or always with MaxDelay set: see delay.
+// or a burst of creates waiting for the create workers), or always with MaxDelay set: see delay.
 func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	mem := u.opts.Memory
@@ -135,15 +135,15 @@ func OnlyListsMore(old, cur *v1.Node) bool {
 }
 
 // SaturatedDelay bounds how long a newly attached volume waits for its node's pending
-// attaches under load: while the client budget is spent, or while decided VolumeAttachment
-// creates wait for a create worker. Then every status patch costs a create its turn, and a
+// attaches under load: while the client budget is spent, or while a burst of decided
+// VolumeAttachment creates waits for the create workers. Then every status patch costs a create its turn, and a
 // volume already waits seconds for the budget or the API server.
 const SaturatedDelay = time.Second
 
 // delay is how long a node's additions may wait for its pending attaches now, and when to
 // look again: the configured MaxDelay; else, while the API budget is spent, SaturatedDelay,
 // looking again as soon as the budget has a token (a write then goes at once); else, while
-// creates wait for a create worker, SaturatedDelay, looked at again when the node's pending
+// a burst of creates waits for the create workers, SaturatedDelay, looked at again when the node's pending
 // attaches land (each one queues the node) or the delay runs out; else nothing (written at
 // once). Under load a node's volumes, attached together, are listed by one patch instead of
 // two or three: at 1000 x 10 (docs/performance.md, issue #28) that left the creates 3 s
