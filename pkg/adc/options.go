@@ -29,9 +29,10 @@ type Options struct {
 	NodeStatusMaxDelay time.Duration
 	// APIBudget, when set, tells whether the client budget adc writes through is spent right
 	// now (volumeattach.PriorityLimiter). While it is, or while a burst of decided creates
-	// waits for the create workers, a node's newly attached volumes wait for the node's other pending
-	// attaches (at most nodestatus.SaturatedDelay, a second), so the budget and the API server
-	// are not spent on one status patch per attach; otherwise every status write goes at once.
+	// waits for the create workers, a node's newly attached volumes wait for the node's
+	// other pending attaches (at most nodestatus.SaturatedDelay, a second), so neither the
+	// budget nor the API server is spent on one status patch per attach; otherwise every
+	// status write goes at once.
 	APIBudget APIBudget
 	// CreatesInFlight is how many VolumeAttachment creates adc sends at once: the workers of
 	// its create queue. Node reconciles decide and queue creates without waiting for them, so

@@ -136,18 +136,19 @@ func OnlyListsMore(old, cur *v1.Node) bool {
 
 // SaturatedDelay bounds how long a newly attached volume waits for its node's pending
 // attaches under load: while the client budget is spent, or while a burst of decided
-// VolumeAttachment creates waits for the create workers. Then every status patch costs a create its turn, and a
-// volume already waits seconds for the budget or the API server.
+// VolumeAttachment creates waits for the create workers. Then every status patch costs a
+// create its turn, and a volume already waits seconds for the budget or the API server.
 const SaturatedDelay = time.Second
 
 // delay is how long a node's additions may wait for its pending attaches now, and when to
 // look again: the configured MaxDelay; else, while the API budget is spent, SaturatedDelay,
 // looking again as soon as the budget has a token (a write then goes at once); else, while
-// a burst of creates waits for the create workers, SaturatedDelay, looked at again when the node's pending
-// attaches land (each one queues the node) or the delay runs out; else nothing (written at
-// once). Under load a node's volumes, attached together, are listed by one patch instead of
-// two or three: at 1000 x 10 (docs/performance.md, issue #28) that left the creates 3 s
-// sooner and listed volumes sooner too, the API server having fewer patches to serve.
+// a burst of creates waits for the create workers, SaturatedDelay, looked at again when the
+// node's pending attaches land (each one queues the node) or the delay runs out; else
+// nothing (written at once). Under load a node's volumes, attached together, are listed by
+// one patch instead of two or three: at 1000 x 10 (docs/performance.md, issue #28) that left
+// the creates 3 s sooner and listed volumes sooner too, the API server having fewer patches
+// to serve.
 func (u *Updater) delay() (delay, recheck time.Duration) {
 	if u.opts.MaxDelay > 0 {
 		return u.opts.MaxDelay, u.opts.MaxDelay
