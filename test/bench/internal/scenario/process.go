@@ -132,8 +132,8 @@ func freeLocalAddr() (string, error) {
 }
 
 // cpuProfile fetches a CPU profile of seconds from adc's /debug/pprof/profile on its secure
-// port into path, once the port is up, with the credentials of kubeconfig (the benchmark's
-// admin, whom adc's delegated authorization allows /debug/*).
+// port into path, once adc accepts the credentials of kubeconfig (the benchmark's admin,
+// whom adc's delegated authorization allows /debug/*).
 func cpuProfile(ctx context.Context, addr, kubeconfig string, seconds int, path string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -149,28 +149,38 @@ func cpuProfile(ctx context.Context, addr, kubeconfig string, seconds int, path 
 	// adc's certificate is self-signed, made in memory at start.
 	tlsCfg.InsecureSkipVerify, tlsCfg.RootCAs = true, nil
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
+	get := func(ctx context.Context, url string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
+			return nil, err
+		}
+		if cfg.BearerToken != "" {
+			req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+		}
+		return client.Do(req)
+	}
+	// The port opens before adc has read the client CA from the cluster
+	// (extension-apiserver-authentication): until then the benchmark's client certificate
+	// is refused with a 401. A cheap authenticated page says when the profile would be served.
+	ready := fmt.Sprintf("https://%s/debug/pprof/cmdline", addr)
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := get(ctx, ready)
+		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
-		_ = conn.Close()
-		return true, nil
+		_ = resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for adc's secure port on %s: %w", addr, err)
+		return fmt.Errorf("waiting for adc's secure port on %s to serve %s (last: %s; is --profiling on?): %w", addr, ready, last, err)
 	}
 	url := fmt.Sprintf("https://%s/debug/pprof/profile?seconds=%d", addr, seconds)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := get(ctx, url)
 	if err != nil {
-		return err
-	}
-	if cfg.BearerToken != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("fetching %s (is --profiling on?): %w", url, err)
+		return fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
