@@ -195,7 +195,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
 		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode,
-		CreatesWaiting: c.createsWaiting})
+		Backlogged: c.attachesBacklogged})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: opts.Clock,
 		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	c.inTree = intree.New(intree.Options{Attacher: opts.InTreeAttacher, Memory: c.mem, Ops: c.ops, Clock: opts.Clock,
@@ -247,17 +247,19 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	return c, nil
 }
 
-// createsBurst is how many rounds of the create workers a create backlog must hold before a
-// node's newly attached volumes wait for its pending attaches (nodestatus.Options.CreatesWaiting):
-// such a burst keeps the API server busy with adc's creates for that many round trips, and a
-// status patch sent then takes a create's turn. A smaller backlog (a few pods landing at the
-// default 20 QPS, 4 creates in flight) drains in a round trip or two, about what the patch
+// attachBurst is how many rounds of the create workers the attaches under way must number
+// before a node's newly attached volumes wait for its pending attaches
+// (nodestatus.Options.Backlogged). Under way is decided and not yet seen attached: queued,
+// being created, or waiting for the attacher. Such a backlog keeps the API server busy with
+// their creates and the attacher's status writes for that many round trips, and a status
+// patch sent then takes one of their turns. A smaller backlog (a few pods landing at the
+// default 20 QPS, 4 creates in flight) clears in a round trip or two, about what the patch
 // would save, so its volumes are written at once as before.
-const createsBurst = 8
+const attachBurst = 8
 
-// createsWaiting reports whether the create backlog is a burst (createsBurst).
-func (c *Controller) createsWaiting() bool {
-	return c.creates.Len() >= createsBurst*c.opts.CreatesInFlight
+// attachesBacklogged reports whether the attaches under way are a burst (attachBurst).
+func (c *Controller) attachesBacklogged() bool {
+	return c.ops.AttachesUnderWay() >= attachBurst*c.opts.CreatesInFlight
 }
 
 // Run waits for every informer's cache, then reconciles until ctx ends. Nothing is

@@ -202,18 +202,23 @@ func vaNameOf(t *testing.T, f *fixture, node string) string {
 	return vas[0].Name
 }
 
-// Node status waits for a node's pending attaches only while the create backlog is a burst,
-// createsBurst rounds of the create workers: a smaller backlog drains in about the time a
-// volume would wait.
-func TestCreatesWaitingIsABurst(t *testing.T) {
+// Node status waits for a node's pending attaches only while the attaches under way are a
+// burst, attachBurst rounds of the create workers: queued, being created or waiting for the
+// attacher, all keep the API server busy. A smaller backlog clears in about the time a volume
+// would wait.
+func TestAttachBacklogIsABurst(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		volumes int
-		want    bool
+		// sent: the creates are sent; attached: then the attacher marks them all attached.
+		sent, attached bool
+		want           bool
 	}{
-		{"no creates", 0, false},
-		{"fewer than a burst", createsBurst*2 - 1, false},
-		{"a burst", createsBurst * 2, true},
+		{name: "no attaches", volumes: 0, want: false},
+		{name: "fewer than a burst queued", volumes: attachBurst*2 - 1, want: false},
+		{name: "a burst queued", volumes: attachBurst * 2, want: true},
+		{name: "a burst created, waiting for the attacher", volumes: attachBurst * 2, sent: true, want: true},
+		{name: "a burst created and attached", volumes: attachBurst * 2, sent: true, attached: true, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Options{CreatesInFlight: 2})
@@ -229,8 +234,19 @@ func TestCreatesWaitingIsABurst(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := f.c.createsWaiting(); got != tc.want {
-				t.Errorf("createsWaiting() with %d creates queued = %v, want %v", f.c.creates.Len(), got, tc.want)
+			if tc.sent {
+				f.c.sendQueuedCreates(f.ctx)
+				for _, va := range f.att.createdOn("n1") {
+					f.c.vaHandler().OnAdd(va, false)
+					if tc.attached {
+						cur := va.DeepCopy()
+						cur.Status.Attached = true
+						f.c.vaHandler().OnUpdate(va, cur)
+					}
+				}
+			}
+			if got := f.c.attachesBacklogged(); got != tc.want {
+				t.Errorf("attachesBacklogged() with %d attaches under way = %v, want %v", f.c.ops.AttachesUnderWay(), got, tc.want)
 			}
 		})
 	}

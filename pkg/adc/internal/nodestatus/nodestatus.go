@@ -45,10 +45,11 @@ type Options struct {
 	// MaxDelay and Budget are adc's NodeStatusMaxDelay and APIBudget (see Updater.delay).
 	MaxDelay time.Duration
 	Budget   Budget
-	// CreatesWaiting reports whether a burst of decided VolumeAttachment creates waits for
-	// the create workers (adc: at least 8 rounds of them queued). Then, as with a spent
-	// Budget, a status patch sent now takes a create's turn at the API server (see delay).
-	CreatesWaiting func() bool
+	// Backlogged reports whether a burst of attaches is under way (adc: at least 8 rounds of
+	// the create workers decided and not yet seen attached). Then, as with a spent Budget, a
+	// status patch sent now takes the turn of a create or of an attacher's status write at
+	// the API server (see delay).
+	Backlogged func() bool
 	// Wake queues a node for reconcile: a written removal may let its detach go on.
 	Wake func(node string)
 }
@@ -71,7 +72,7 @@ func (u *Updater) Locks() *Locks { return &u.locks }
 // write (the queue holds the node's key until the running write is done). Under load this
 // batches several volumes into one patch; otherwise a volume waits one round trip. An
 // addition waits for the node's pending attaches only under load (the client budget spent,
-// or a burst of creates waiting for the create workers), or always with MaxDelay set: see delay.
+// or a burst of attaches under way), or always with MaxDelay set: see delay.
 func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	mem := u.opts.Memory
@@ -135,15 +136,16 @@ func OnlyListsMore(old, cur *v1.Node) bool {
 }
 
 // SaturatedDelay bounds how long a newly attached volume waits for its node's pending
-// attaches under load: while the client budget is spent, or while a burst of decided
-// VolumeAttachment creates waits for the create workers. Then every status patch costs a
-// create its turn, and a volume already waits seconds for the budget or the API server.
+// attaches under load: while the client budget is spent, or while a burst of attaches is
+// under way (their creates and the attacher's status writes). Then every status patch costs
+// one of those writes its turn, and a volume already waits seconds for the budget or the API
+// server.
 const SaturatedDelay = time.Second
 
 // delay is how long a node's additions may wait for its pending attaches now, and when to
 // look again: the configured MaxDelay; else, while the API budget is spent, SaturatedDelay,
 // looking again as soon as the budget has a token (a write then goes at once); else, while
-// a burst of creates waits for the create workers, SaturatedDelay, looked at again when the
+// a burst of attaches is under way (Backlogged), SaturatedDelay, looked at again when the
 // node's pending attaches land (each one queues the node) or the delay runs out; else
 // nothing (written at once). Under load a node's volumes, attached together, are listed by
 // one patch instead of two or three: at 1000 x 10 (docs/performance.md, issue #28) that left
@@ -158,7 +160,7 @@ func (u *Updater) delay() (delay, recheck time.Duration) {
 			return SaturatedDelay, max(refill, time.Millisecond)
 		}
 	}
-	if u.opts.CreatesWaiting != nil && u.opts.CreatesWaiting() {
+	if u.opts.Backlogged != nil && u.opts.Backlogged() {
 		return SaturatedDelay, SaturatedDelay
 	}
 	return 0, 0

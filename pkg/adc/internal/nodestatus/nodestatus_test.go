@@ -23,9 +23,9 @@ func TestDelay(t *testing.T) {
 		{"budget spent: waits, looks again when a token comes", Options{Budget: budget{spent: true, refill: 20 * time.Millisecond}}, SaturatedDelay, 20 * time.Millisecond},
 		{"budget spent, token now: looks again in a millisecond", Options{Budget: budget{spent: true}}, SaturatedDelay, time.Millisecond},
 		{"configured delay wins", Options{MaxDelay: 3 * time.Second, Budget: budget{spent: true}}, 3 * time.Second, 3 * time.Second},
-		{"creates waiting: waits, looked at again by the node's attaches", Options{Budget: budget{}, CreatesWaiting: func() bool { return true }}, SaturatedDelay, SaturatedDelay},
-		{"no creates waiting: written at once", Options{Budget: budget{}, CreatesWaiting: func() bool { return false }}, 0, 0},
-		{"creates waiting, budget spent: looks again when a token comes", Options{Budget: budget{spent: true, refill: 5 * time.Millisecond}, CreatesWaiting: func() bool { return true }}, SaturatedDelay, 5 * time.Millisecond},
+		{"attaches backlogged: waits, looked at again by the node's attaches", Options{Budget: budget{}, Backlogged: func() bool { return true }}, SaturatedDelay, SaturatedDelay},
+		{"no attach backlog: written at once", Options{Budget: budget{}, Backlogged: func() bool { return false }}, 0, 0},
+		{"attaches backlogged, budget spent: looks again when a token comes", Options{Budget: budget{spent: true, refill: 5 * time.Millisecond}, Backlogged: func() bool { return true }}, SaturatedDelay, 5 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			delay, again := New(tc.opts).delay()

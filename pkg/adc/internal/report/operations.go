@@ -65,8 +65,9 @@ const (
 )
 
 // pending are the CSI operations under way, by VolumeAttachment name, that the
-// VolumeAttachment informer ends: a record for the recent-operations list and the metrics,
-// not part of the controller's decisions, so it keeps its own lock apart from memory.
+// VolumeAttachment informer ends: a record for the recent-operations list, the metrics and
+// the node status writer's sense of load, not part of the controller's decisions, so it keeps
+// its own lock apart from memory.
 type pending struct {
 	mu        sync.Mutex
 	attaching map[string]Operation
@@ -136,6 +137,13 @@ func (p *pending) List() []Operation {
 		return out[i].Volume < out[j].Volume
 	})
 	return out
+}
+
+// attaches counts the attaches under way.
+func (p *pending) attaches() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.attaching)
 }
 
 // Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
@@ -230,6 +238,11 @@ func (o *Operations) completed(op Operation) {
 		o.observer.OperationCompleted(op)
 	}
 }
+
+// AttachesUnderWay counts the CSI attaches requested and not yet seen ended: decided and
+// queued, being created, or waiting for the attacher. It is the attach backlog the API server
+// and the attachers work through, which the node status writer reads as load.
+func (o *Operations) AttachesUnderWay() int { return o.pending.attaches() }
 
 // UnderWay returns the operations requested and not yet seen ended, oldest first.
 func (o *Operations) UnderWay() []Operation { return o.pending.List() }
