@@ -28,10 +28,10 @@ type Options struct {
 	// are then coalesced only by what attaches while a write of the node is in flight.
 	NodeStatusMaxDelay time.Duration
 	// APIBudget, when set, tells whether the client budget adc writes through is spent right
-	// now (volumeattach.PriorityLimiter). While it is, or while a burst of decided creates
-	// waits for the create workers, a node's newly attached volumes wait for the node's
-	// other pending attaches (at most nodestatus.SaturatedDelay, a second), so neither the
-	// budget nor the API server is spent on one status patch per attach; otherwise every
+	// now (volumeattach.PriorityLimiter). While it is, or while a burst of attaches is under
+	// way (decided and not yet seen attached), a node's newly attached volumes wait for the
+	// node's other pending attaches (at most nodestatus.SaturatedDelay, a second), so neither
+	// the budget nor the API server is spent on one status patch per attach; otherwise every
 	// status write goes at once.
 	APIBudget APIBudget
 	// CreatesInFlight is how many VolumeAttachment creates adc sends at once: the workers of
