@@ -148,6 +148,7 @@ func TestLeaderFailover(t *testing.T) {
 	a := startReplica(t, "a", "adc-failover", lease)
 	holder := waitForLeaseHolder(t, "adc-failover", "", 20*time.Second)
 	history := watchLease(t, "adc-failover")
+	clockFrom := time.Now() // before the leader's last renewal: see wallClockStep
 	b := startReplica(t, "b", "adc-failover", lease)
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return strings.Contains(b.out.String(), "standing by"), nil
@@ -191,7 +192,13 @@ func TestLeaderFailover(t *testing.T) {
 	// The Lease's history: the killed leader's renewals, then the standby's acquisition, and
 	// nothing of the old leader after that. The standby acquired only after the lease the
 	// leader last renewed had expired (acquireTime >= last renewTime + duration, within
-	// wallClockSlack): never two leaders at once.
+	// wallClockSlack, plus any step of the wall clock measured meanwhile): never two leaders
+	// at once.
+	slack := wallClockSlack
+	if step := wallClockStep(clockFrom); step >= time.Millisecond {
+		t.Logf("the wall clock moved %s against the monotonic clock during the failover; allowing for it", step.Round(time.Millisecond))
+		slack += step
+	}
 	var lastRenew leaseState
 	var acquired *leaseState
 	for _, st := range history.snapshot() {
@@ -209,7 +216,7 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("the watch saw no renewal by the leader %s: %+v", holder, history.snapshot())
 	case acquired == nil:
 		t.Errorf("the watch never saw %s acquire the lease: %+v", newHolder, history.snapshot())
-	case acquired.acquire.Before(lastRenew.renew.Add(lastRenew.duration).Add(-wallClockSlack)):
+	case acquired.acquire.Before(lastRenew.renew.Add(lastRenew.duration).Add(-slack)):
 		t.Errorf("%s acquired the lease at %s, before the lease %s last renewed at %s (for %s) expired",
 			newHolder, acquired.acquire.Format(time.StampMicro), holder, lastRenew.renew.Format(time.StampMicro), lastRenew.duration)
 	default:
@@ -250,6 +257,15 @@ func TestLeaderFailover(t *testing.T) {
 // the wall readings apart by as much; a second leader would acquire up to a whole lease
 // duration (2 s here) early.
 const wallClockSlack = 250 * time.Millisecond
+
+// wallClockStep is how far the wall clock moved against the monotonic clock since from: a
+// step of the machine's clock (one fresh-clone run saw acquireTime 340 ms before renewTime +
+// duration, beyond wallClockSlack). Both adc processes and the test read the same wall clock,
+// so a step between the two readings shifts them apart by as much.
+func wallClockStep(from time.Time) time.Duration {
+	now := time.Now()
+	return (now.Round(0).Sub(from.Round(0)) - now.Sub(from)).Abs()
+}
 
 func waitForLeaseHolder(t *testing.T, leaseName, notHolder string, timeout time.Duration) string {
 	t.Helper()
