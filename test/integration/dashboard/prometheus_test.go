@@ -138,11 +138,16 @@ func TestPrometheusBoard(t *testing.T) {
 			t.Fatalf("deleting node %s: %v", name, err)
 		}
 	}
+	// A forced detach is counted when adc decides it, its duration when the VolumeAttachment
+	// is gone, later: wait for both, so that the detach series exists before it grows.
 	forced := `sum(attachdetach_controller_forced_detaches{reason="node-deleted"})`
+	detached := `sum(storage_operation_duration_seconds_count{operation_name="volume_detach",volume_plugin="` + gcePlugin + `"})`
 	deleteNode(rc.notMigrated)
 	prom.waitValue(t, forced, 1)
+	prom.waitValue(t, detached, 1)
 	deleteNode(rc.migrated)
 	prom.waitValue(t, forced, 2)
+	prom.waitValue(t, detached, 2)
 
 	flips := `sum by (plugin) (rate(adc_migration_node_flips_total[$__rate_interval]))`
 	if flipsExported {
