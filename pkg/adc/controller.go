@@ -249,17 +249,23 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 
 // attachBurst is how many rounds of the create workers the attaches under way must number
 // before a node's newly attached volumes wait for its pending attaches
-// (nodestatus.Options.Backlogged). Under way is decided and not yet seen attached: queued,
-// being created, or waiting for the attacher. Such a backlog keeps the API server busy with
-// their creates and the attacher's status writes for that many round trips, and a status
-// patch sent then takes one of their turns. A smaller backlog (a few pods landing at the
-// default 20 QPS, 4 creates in flight) clears in a round trip or two, about what the patch
-// would save, so its volumes are written at once as before.
+// (nodestatus.Options.Backlogged), at most maxAttachBacklog. Under way is decided and not yet
+// seen attached: queued, being created, or waiting for the attacher. Such a backlog keeps the
+// API server busy with their creates and the attacher's status writes for that many round
+// trips, and a status patch sent then takes one of their turns. A smaller backlog (a few
+// pods landing at the default 20 QPS, 4 creates in flight) clears in a round trip or two,
+// about what the patch would save, so its volumes are written at once as before.
 const attachBurst = 8
+
+// maxAttachBacklog caps the burst for large budgets: the 256 attaches under way that eight
+// rounds of 32 creates are. At 100 creates in flight (1000 QPS) eight rounds would be 800,
+// most of a 2,000-volume burst, whose last nodes were then written volume by volume: 1.13
+// writes per attach at 100 x 20 against 1.07 with 256 (docs/performance.md, issue #28).
+const maxAttachBacklog = 256
 
 // attachesBacklogged reports whether the attaches under way are a burst (attachBurst).
 func (c *Controller) attachesBacklogged() bool {
-	return c.ops.AttachesUnderWay() >= attachBurst*c.opts.CreatesInFlight
+	return c.ops.AttachesUnderWay() >= min(attachBurst*c.opts.CreatesInFlight, maxAttachBacklog)
 }
 
 // Run waits for every informer's cache, then reconciles until ctx ends. Nothing is

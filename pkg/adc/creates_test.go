@@ -1,6 +1,7 @@
 package adc
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"testing"
@@ -149,13 +150,13 @@ func TestCreatesInFlightSizedByTheBudget(t *testing.T) {
 	}{
 		{name: "no budget: the default", opts: Options{}, want: DefaultCreatesInFlight},
 		{name: "the binaries' defaults (20/30)", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(20, 30)}, want: 4},
-		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 32},
+		{name: "1000/2000", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000)}, want: 100},
 		{name: "set by the host", opts: Options{APIBudget: volumeattach.NewPriorityLimiter(1000, 2000), CreatesInFlight: 8}, want: 8},
 		{name: "from DefaultOptions, as the binaries build them", opts: func() Options {
 			o := DefaultOptions()
 			o.APIBudget = volumeattach.NewPriorityLimiter(1000, 2000)
 			return o
-		}(), want: 32},
+		}(), want: 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.opts.withDefaults().CreatesInFlight; got != tc.want {
@@ -210,6 +211,8 @@ func TestAttachBacklogIsABurst(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		volumes int
+		// inFlight is Options.CreatesInFlight, 2 if zero.
+		inFlight int
 		// sent: the creates are sent; attached: then the attacher marks them all attached.
 		sent, attached bool
 		want           bool
@@ -219,9 +222,11 @@ func TestAttachBacklogIsABurst(t *testing.T) {
 		{name: "a burst queued", volumes: attachBurst * 2, want: true},
 		{name: "a burst created, waiting for the attacher", volumes: attachBurst * 2, sent: true, want: true},
 		{name: "a burst created and attached", volumes: attachBurst * 2, sent: true, attached: true, want: false},
+		{name: "a large budget: fewer than the capped burst", volumes: maxAttachBacklog - 1, inFlight: 100, want: false},
+		{name: "a large budget: the capped burst", volumes: maxAttachBacklog, inFlight: 100, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, Options{CreatesInFlight: 2})
+			f := newFixture(t, Options{CreatesInFlight: cmp.Or(tc.inFlight, 2)})
 			f.node("n1")
 			pvs := make([]string, tc.volumes)
 			for i := range pvs {

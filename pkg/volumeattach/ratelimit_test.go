@@ -124,7 +124,8 @@ func TestCreatesInFlightFollowsTheBudget(t *testing.T) {
 		{qps: 20, burst: 30, want: minCreatesInFlight},
 		{qps: 200, burst: 400, want: 20},
 		{qps: 300, burst: 600, want: 30},
-		{qps: 1000, burst: 2000, want: maxCreatesInFlight},
+		{qps: 1000, burst: 2000, want: 100},
+		{qps: 5000, burst: 10000, want: maxCreatesInFlight},
 	} {
 		if got := NewPriorityLimiter(tc.qps, tc.burst).CreatesInFlight(); got != tc.want {
 			t.Errorf("%v/%d: CreatesInFlight() = %d, want %d", tc.qps, tc.burst, got, tc.want)

@@ -132,6 +132,7 @@ func TestControllerCommandRejectsBadFlags(t *testing.T) {
 		{"unknown node source", []string{"--node-migration-source", "gossip"}, "--node-migration-source"},
 		{"zero workers", []string{"--workers", "0"}, "--workers"},
 		{"negative max wait", []string{"--max-wait-for-unmount", "-1s"}, "--max-wait-for-unmount"},
+		{"negative creates in flight", []string{"--creates-in-flight", "-1"}, "--creates-in-flight"},
 		{"plain HTTP on every interface", []string{"--http-addr", ":8080"}, "--http-addr"},
 		{"plain HTTP on a pod address", []string{"--http-addr", "10.0.0.7:8080"}, "not a loopback address"},
 		{"secure port out of range", []string{"--secure-port", "70000"}, "--secure-port"},
