@@ -39,7 +39,7 @@ type Options struct {
 	// creates flow at the rate the client budget and the API server allow, not at the rate
 	// node workers finish. Zero: what APIBudget asks for when it can say
 	// (volumeattach.PriorityLimiter.CreatesInFlight, from --kube-api-qps), else
-	// DefaultCreatesInFlight.
+	// DefaultCreatesInFlight. `adc controller --creates-in-flight` sets it.
 	CreatesInFlight int
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
