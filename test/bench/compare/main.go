@@ -37,7 +37,7 @@ func main() {
 	flag.StringVar(&adcFlags, "adc-flags", "", "extra flags for `adc controller`, space separated")
 	flag.DurationVar(&base.SteadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
 	flag.StringVar(&jsonOut, "json", "", "also write every result as JSON to this file")
-	flag.BoolVar(&calibrate, "calibrate", true, "first measure, per scenario, the write rate its control plane sustains (scenario.Calibrate), for the efficiency lines")
+	flag.BoolVar(&calibrate, "calibrate", true, "first measure, per scenario and round, the write rate its control plane sustains and the best case on it (scenario.Calibrate), for the efficiency lines")
 	flag.IntVar(&rounds, "rounds", 1, "runs of each scenario's controllers, in alternating order; with more than one, the adc/kcm ratios of every round and their median are printed at the end")
 	klog.InitFlags(nil)
 	flag.Parse()
@@ -56,17 +56,18 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		var cal *scenario.Calibration
-		if calibrate {
-			fmt.Printf("\n=== %s: calibration ===\n", c.Name())
-			if cal, err = scenario.Calibrate(context.Background(), c); err != nil {
-				fail(err)
-			}
-		}
 		for round := 0; round < max(rounds, 1); round++ {
 			p := pair{config: c}
 			if rounds > 1 {
 				p.round = round + 1
+			}
+			// Each round calibrates anew, next to its runs: this machine's load drifts.
+			var cal *scenario.Calibration
+			if calibrate {
+				fmt.Printf("\n=== %s: calibration (round %d) ===\n", c.Name(), round+1)
+				if cal, err = scenario.Calibrate(context.Background(), c); err != nil {
+					fail(err)
+				}
 			}
 			for _, k := range order(strings.Split(controllers, ","), round) {
 				c.Controller = scenario.Kind(strings.TrimSpace(k))

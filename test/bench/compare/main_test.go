@@ -48,13 +48,13 @@ func TestGoals(t *testing.T) {
 	}
 }
 
-// Efficiency is the ideal time at the calibrated write rate over the measured one; issue
-// #28's goals judge adc's at 2,000 and 10,000 volumes, and "every VolumeAttachment exists"
-// against kube-controller-manager at every size.
+// Efficiency is the calibration's best case over the measured time; issue #28's goals judge
+// adc's at 2,000 and 10,000 volumes, and "every VolumeAttachment exists" against
+// kube-controller-manager at every size.
 func TestEfficiencyGoals(t *testing.T) {
 	cfg := scenario.Config{Nodes: 100, PodsPerNode: 20, QPS: 1000, Burst: 2000}
-	// 2,100 writes needed at 300 writes/s: 7 s ideal, 3.5 s at p50.
-	cal := &scenario.Calibration{Rate: 300}
+	// The best case listed everything after 7 s, half after 3.5 s.
+	cal := &scenario.Calibration{Rate: 300, BestAllListed: 7 * time.Second, BestListedP50: 3500 * time.Millisecond}
 	kcm := &scenario.Result{Volumes: 2000, Nodes: 100, AllVolumeAttachments: 6 * time.Second, Calibration: cal}
 	for _, tc := range []struct {
 		name    string
@@ -62,9 +62,10 @@ func TestEfficiencyGoals(t *testing.T) {
 		measure string
 		want    string
 	}{
-		{"all listed efficient", scenario.Result{AllListed: 7500 * time.Millisecond}, "efficiency, all listed (ideal / measured)", ">= 0.9: met"},
-		{"all listed slow", scenario.Result{AllListed: 9 * time.Second}, "efficiency, all listed (ideal / measured)", ">= 0.9: missed"},
-		{"p50 efficient", scenario.Result{ListedP50: 3800 * time.Millisecond}, "efficiency, p50 (ideal / measured)", ">= 0.9: met"},
+		{"all listed efficient", scenario.Result{AllListed: 7500 * time.Millisecond}, "efficiency vs the best case, all listed", ">= 0.9: met"},
+		{"all listed slow", scenario.Result{AllListed: 9 * time.Second}, "efficiency vs the best case, all listed", ">= 0.9: missed"},
+		{"p50 efficient", scenario.Result{ListedP50: 3800 * time.Millisecond}, "efficiency vs the best case, p50", ">= 0.9: met"},
+		{"p50 slow", scenario.Result{ListedP50: 4 * time.Second}, "efficiency vs the best case, p50", ">= 0.9: missed"},
 		{"created no later than kcm", scenario.Result{AllVolumeAttachments: 6 * time.Second}, "every VolumeAttachment exists", "adc/kcm <= 1.0: met"},
 		{"created later than kcm", scenario.Result{AllVolumeAttachments: 7 * time.Second}, "every VolumeAttachment exists", "adc/kcm <= 1.0: missed"},
 	} {
@@ -77,7 +78,7 @@ func TestEfficiencyGoals(t *testing.T) {
 		})
 	}
 	uncalibrated := scenario.Result{Volumes: 2000, Nodes: 100, AllListed: time.Second}
-	if got := goalText(pair{config: cfg, kcm: kcm, adc: &uncalibrated}, "efficiency, all listed (ideal / measured)"); got != ">= 0.9: missed" {
+	if got := goalText(pair{config: cfg, kcm: kcm, adc: &uncalibrated}, "efficiency vs the best case, all listed"); got != ">= 0.9: missed" {
 		t.Errorf("uncalibrated efficiency goal = %q", got)
 	}
 }

@@ -16,6 +16,7 @@ func Report(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "  machine load average (1 min): %.1f at the start, %.1f at convergence (2 cores)\n", r.LoadStart, r.LoadConverged)
 	fmt.Fprintf(w, "  first VolumeAttachment exists:        %s\n", Dur(r.FirstVolumeAttachment))
 	fmt.Fprintf(w, "  every VolumeAttachment exists:        %s\n", Dur(r.AllVolumeAttachments))
+	fmt.Fprintf(w, "  every volume attached (the attacher): %s (half: %s)\n", Dur(r.AllAttached), Dur(r.AttachedP50))
 	fmt.Fprintf(w, "  every volume listed in node status:   %s   (API budget, required writes / QPS: %s)\n", Dur(r.AllListed), Dur(r.APIBudget))
 	fmt.Fprintf(w, "  time to be listed from start:         p50 %s, p90 %s\n", Dur(r.ListedP50), Dur(r.ListedP90))
 	fmt.Fprintf(w, "  VA attached -> listed in node status: p50 %s, p99 %s\n", Dur(r.AttachedToListedP50), Dur(r.AttachedToListedP99))

@@ -24,6 +24,10 @@ type Result struct {
 	// controller's start (process, informers, first decision) before its creates;
 	// AllVolumeAttachments: until the last one was.
 	FirstVolumeAttachment, AllVolumeAttachments time.Duration
+	// AllAttached and AttachedP50: until the last VolumeAttachment (half of them) was first
+	// seen attached (the attacher's part ends there; AllListed - AllAttached is the
+	// controller's tail).
+	AllAttached, AttachedP50 time.Duration
 	// AllListed: until the last volume was first listed in its node's status.volumesAttached.
 	AllListed time.Duration
 	// ListedP50 and ListedP90: over volumes, the time until each was first listed.
@@ -75,23 +79,22 @@ func (r *Result) WritesNeeded() int { return r.Volumes + r.Nodes }
 // be listed on this control plane. Zero without a calibration.
 func (r *Result) IdealAllListed() time.Duration { return r.Calibration.IdealFor(r.WritesNeeded()) }
 
-// AttacherBound is the soonest every volume can be listed when, as in the calibration, the
-// simulated external-attacher (not the write rate) is the slower: every VolumeAttachment
-// attached, at the latest of the two.
-func (r *Result) AttacherBound() time.Duration {
+// BestAllListed is the calibration's best case (bestCase): the soonest every volume can be
+// listed on this control plane with this attacher. Zero without a calibration of every
+// volume.
+func (r *Result) BestAllListed() time.Duration {
 	if r.Calibration == nil {
 		return 0
 	}
-	return max(r.IdealAllListed(), r.Calibration.AllAttached)
+	return r.Calibration.BestAllListed
 }
 
-// AttacherBoundP50 is AttacherBound for half the volumes: the calibration's time to half
-// attached, or IdealP50 if later.
-func (r *Result) AttacherBoundP50() time.Duration {
+// BestListedP50 is BestAllListed for half the volumes.
+func (r *Result) BestListedP50() time.Duration {
 	if r.Calibration == nil {
 		return 0
 	}
-	return max(r.IdealP50(), r.Calibration.AttachedP50)
+	return r.Calibration.BestListedP50
 }
 
 // IdealP50 is the soonest half the volumes can be listed: half the writes, nodes finished

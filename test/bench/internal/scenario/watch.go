@@ -131,6 +131,12 @@ func (w *watcher) attachResult(r *Result, start time.Time) {
 		toListed = append(toListed, d)
 	}
 	r.AllListed = last.Sub(start)
+	r.AllAttached = latest(w.attached).Sub(start)
+	attached := make([]time.Duration, 0, len(w.attached))
+	for _, t := range w.attached {
+		attached = append(attached, t.Sub(start))
+	}
+	r.AttachedP50 = percentile(attached, 50)
 	r.ListedP50, r.ListedP90 = percentile(fromStart, 50), percentile(fromStart, 90)
 	r.AttachedToListedP50, r.AttachedToListedP99 = percentile(toListed, 50), percentile(toListed, 99)
 }
@@ -145,24 +151,17 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[max(0, min(i, len(d)-1))]
 }
 
-// attachedPercentile is the p-th percentile of when volumes were first seen attached,
-// counted from start.
-func (w *watcher) attachedPercentile(start time.Time, p float64) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	d := make([]time.Duration, 0, len(w.attached))
-	for _, t := range w.attached {
-		d = append(d, t.Sub(start))
-	}
-	return percentile(d, p)
-}
-
 // lastCreated is when the last VolumeAttachment seen was first seen.
 func (w *watcher) lastCreated() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return latest(w.created)
+}
+
+// latest is the latest of times, zero if none.
+func latest(times map[string]time.Time) time.Time {
 	var last time.Time
-	for _, t := range w.created {
+	for _, t := range times {
 		if t.After(last) {
 			last = t
 		}
