@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/migration-aware/adc/test/bench/internal/scenario"
 )
 
 // order is the controllers' order in a round: as given in even rounds, reversed in odd ones,
@@ -68,6 +70,50 @@ func printRounds(w io.Writer, all []pair) {
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", name, strings.Join(rs, ", "), med, strings.Join(ks, ", "), strings.Join(as, ", "))
 		}
+		printRoundEfficiency(w, ps)
+	}
+}
+
+// roundEfficiencies are the efficiency measures printRoundEfficiency summarizes: issue #28's
+// goal, each controller against its round's best case.
+var roundEfficiencies = []string{"efficiency vs the best case, all listed", "efficiency vs the best case, p50"}
+
+// printRoundEfficiency prints each controller's efficiency per round and its median, when
+// the rounds were calibrated: one round's calibration falls in its own minute of a shared
+// machine, the median over rounds is the figure to read.
+func printRoundEfficiency(w io.Writer, ps []pair) {
+	header := false
+	for _, name := range roundEfficiencies {
+		i := slices.IndexFunc(measures, func(m measure) bool { return m.name == name })
+		if i < 0 {
+			continue
+		}
+		m := measures[i]
+		var cols [2][]string
+		var vals [2][]float64
+		for _, p := range ps {
+			for c, r := range []*scenario.Result{p.kcm, p.adc} {
+				v, f := figure(m, r)
+				cols[c] = append(cols[c], f)
+				if f != "-" {
+					vals[c] = append(vals[c], v)
+				}
+			}
+		}
+		if len(vals[0])+len(vals[1]) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\n| measure | kcm per round | kcm median | adc per round | adc median |\n|---|---|---|---|---|\n")
+			header = true
+		}
+		meds := [2]string{"-", "-"}
+		for c := range vals {
+			if len(vals[c]) > 0 {
+				meds[c] = fmt.Sprintf("%.2f", median(vals[c]))
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", name, strings.Join(cols[0], ", "), meds[0], strings.Join(cols[1], ", "), meds[1])
 	}
 }
 

@@ -55,4 +55,32 @@ func TestPrintRounds(t *testing.T) {
 	if strings.Contains(out, "1000x10") {
 		t.Errorf("a scenario run once is summarized:\n%s", out)
 	}
+	if strings.Contains(out, "efficiency") {
+		t.Errorf("efficiency lines without a calibration:\n%s", out)
+	}
+}
+
+// Calibrated rounds add each controller's efficiency against its round's best case, per
+// round and as a median.
+func TestPrintRoundsEfficiency(t *testing.T) {
+	cfg := scenario.Config{Nodes: 100, PodsPerNode: 20, QPS: 1000, Burst: 2000}
+	run := func(best, listed time.Duration) *scenario.Result {
+		cal := &scenario.Calibration{Rate: 1000, BestAllListed: best, BestListedP50: best / 2}
+		return &scenario.Result{Volumes: 2000, Nodes: 100, AllListed: listed, ListedP50: listed / 2, Calibration: cal}
+	}
+	var b strings.Builder
+	printRounds(&b, []pair{
+		{config: cfg, kcm: run(3*time.Second, 6*time.Second), adc: run(3*time.Second, 4*time.Second)},
+		{config: cfg, kcm: run(4*time.Second, 5*time.Second), adc: run(4*time.Second, 5*time.Second)},
+		{config: cfg, kcm: run(2*time.Second, 5*time.Second), adc: run(2*time.Second, 2500*time.Millisecond)},
+	})
+	out := b.String()
+	for _, want := range []string{
+		"| efficiency vs the best case, all listed | 0.50, 0.80, 0.40 | 0.50 | 0.75, 0.80, 0.80 | 0.80 |",
+		"| efficiency vs the best case, p50 | 0.50, 0.80, 0.40 | 0.50 | 0.75, 0.80, 0.80 | 0.80 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
 }
