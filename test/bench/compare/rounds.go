@@ -46,11 +46,10 @@ func printRounds(w io.Writer, all []pair) {
 		fmt.Fprintln(w, "| measure | adc/kcm per round | median | kcm per round | adc per round |")
 		fmt.Fprintln(w, "|---|---|---|---|---|")
 		for _, name := range roundMeasures {
-			i := slices.IndexFunc(measures, func(m measure) bool { return m.name == name })
-			if i < 0 {
+			m, ok := measureNamed(name)
+			if !ok {
 				continue
 			}
-			m := measures[i]
 			var ratios []float64
 			var rs, ks, as []string
 			for _, p := range ps {
@@ -84,11 +83,10 @@ var roundEfficiencies = []string{"efficiency vs the best case, all listed", "eff
 func printRoundEfficiency(w io.Writer, ps []pair) {
 	header := false
 	for _, name := range roundEfficiencies {
-		i := slices.IndexFunc(measures, func(m measure) bool { return m.name == name })
-		if i < 0 {
+		m, ok := measureNamed(name)
+		if !ok {
 			continue
 		}
-		m := measures[i]
 		var cols [2][]string
 		var vals [2][]float64
 		for _, p := range ps {
@@ -115,6 +113,15 @@ func printRoundEfficiency(w io.Writer, ps []pair) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", name, strings.Join(cols[0], ", "), meds[0], strings.Join(cols[1], ", "), meds[1])
 	}
+}
+
+// measureNamed is the measure of that name in measures.
+func measureNamed(name string) (measure, bool) {
+	i := slices.IndexFunc(measures, func(m measure) bool { return m.name == name })
+	if i < 0 {
+		return measure{}, false
+	}
+	return measures[i], true
 }
 
 // median of a non-empty slice (the mean of the middle two for an even count).

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -168,6 +169,10 @@ type row struct {
 	measure, kcm, adc, ratio, goal string
 }
 
+// noRatio are the prefixes of measures without an adc/kcm ratio: the calibration's figures,
+// the same for both controllers, efficiencies and the machine's load.
+var noRatio = []string{"efficiency", "writes needed", "ideal", "best case", "machine load"}
+
 func rows(p pair, all bool) []row {
 	list := measures
 	if all {
@@ -181,7 +186,7 @@ func rows(p pair, all bool) []row {
 		kv, ks := figure(m, p.kcm)
 		av, as := figure(m, p.adc)
 		ratio := ""
-		if ks != "-" && as != "-" && kv > 0 && !strings.HasPrefix(m.name, "efficiency") && !strings.HasPrefix(m.name, "writes needed") && !strings.HasPrefix(m.name, "ideal") && !strings.HasPrefix(m.name, "best case") && !strings.HasPrefix(m.name, "machine load") {
+		if ks != "-" && as != "-" && kv > 0 && !slices.ContainsFunc(noRatio, func(prefix string) bool { return strings.HasPrefix(m.name, prefix) }) {
 			ratio = fmt.Sprintf("%.2f", av/kv)
 		}
 		out = append(out, row{m.name, ks, as, ratio, goalText(p, m.name)})

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -83,11 +82,8 @@ func planBestCase(ctx context.Context, client kubernetes.Interface, limit int) (
 				return nil, fmt.Errorf("best case: pod %s/%s: claim %s has no CSI PV", pod.Namespace, pod.Name, vol.PersistentVolumeClaim.ClaimName)
 			}
 			node := pod.Spec.NodeName
-			va := &storagev1.VolumeAttachment{
-				ObjectMeta: metav1.ObjectMeta{Name: migration.VolumeAttachmentName(csi.VolumeHandle, csi.Driver, node)},
-				Spec: storagev1.VolumeAttachmentSpec{Attacher: csi.Driver, NodeName: node,
-					Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}},
-			}
+			va := volumeattach.NewVolumeAttachment(migration.VolumeAttachmentName(csi.VolumeHandle, csi.Driver, node), csi.Driver, node,
+				storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv})
 			b.attachments = append(b.attachments, va)
 			b.nodeOf[va.Name] = node
 			b.volumes[node] = append(b.volumes[node], v1.AttachedVolume{Name: v1.UniqueVolumeName(migration.CSIUniqueName(csi.Driver, csi.VolumeHandle))})
@@ -139,14 +135,11 @@ func (b *bestCase) start(ctx context.Context, workers int) {
 
 // writeStatus lists every volume of node in its status, in one merge patch as adc sends.
 func (b *bestCase) writeStatus(ctx context.Context, node string) {
-	data, err := volumeattach.VolumesAttachedPatch(b.volumes[node])
-	if err == nil {
-		_, err = b.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, data, metav1.PatchOptions{FieldManager: volumeattach.FieldManager}, "status")
-	}
+	_, err := (&volumeattach.ClientStatusWriter{Client: b.client}).PatchVolumesAttached(ctx, node, b.volumes[node])
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err != nil && b.err == nil {
-		b.err = fmt.Errorf("best case: writing the status of node %s: %w", node, err)
+		b.err = fmt.Errorf("best case: %w", err)
 	}
 	b.patched = append(b.patched, time.Now())
 }

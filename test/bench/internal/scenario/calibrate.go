@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -105,10 +104,11 @@ func Calibrate(ctx context.Context, c Config) (*Calibration, error) {
 	k.Listing = time.Since(start)
 	createStart := time.Now()
 	p := newPool(ctx, CalibrationInFlight)
+	writer := &volumeattach.ClientAttachmentWriter{Client: client}
 	for _, va := range best.attachments {
 		p.do(func() error {
-			if _, err := client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{FieldManager: volumeattach.FieldManager}); err != nil {
-				return fmt.Errorf("calibration create %s: %w", va.Name, err)
+			if _, err := writer.Create(ctx, va); err != nil {
+				return fmt.Errorf("calibration: %w", err)
 			}
 			return nil
 		})
