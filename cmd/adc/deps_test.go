@@ -9,14 +9,16 @@ import (
 )
 
 // buildTags are the tags `make build`, the Dockerfile and the tests' builds (framework
-// BuildCommand) give the controller's binary. grpcnotrace keeps gRPC from linking
-// golang.org/x/net/trace, whose init serves /debug/requests with html/template on Go's default
-// mux: k8s.io/apiserver's webhook clients (TokenReview, SubjectAccessReview) reach gRPC
-// through the egress selector, and an executed template would make the linker keep every
-// exported method of every type (96 MB instead of 62 MB).
+// BuildCommand) give the controller's binary. grpcnotrace keeps gRPC, should a dependency
+// reach it again, from linking golang.org/x/net/trace, whose init serves /debug/requests with
+// html/template on Go's default mux: k8s.io/apiserver's webhook clients (TokenReview,
+// SubjectAccessReview) reached gRPC through the egress selector until pkg/server stopped
+// linking them, and an executed template makes the linker keep every exported method of
+// every type (96 MB instead of 62 MB).
 const buildTags = "grpcnotrace"
 
-// The controller's binary must not link envtest, nor execute a text or html template.
+// The controller's binary must not link envtest, nor k8s.io/apiserver's generic server, nor
+// execute a text or html template.
 // text/template's executor looks methods up by name at run time, so linking an executed
 // template makes the linker keep every exported method of every type: with the dashboard's
 // templates and the demo's envtest the binary was 79 MB and mapped 42 MB of its own pages at
@@ -32,6 +34,14 @@ func TestBinaryLinksNoTemplateEngine(t *testing.T) {
 	forbidden := map[string]string{
 		"sigs.k8s.io/controller-runtime/pkg/envtest": "keep test control planes in cmd/adc-demo and the tests",
 		"golang.org/x/net/trace":                     "build with -tags " + buildTags,
+		// k8s.io/apiserver's generic server, its options and its webhook clients cost every
+		// process about 8 MiB (docs/performance.md, "Secure serving without the generic
+		// server"); pkg/server declares kube-controller-manager's flags itself.
+		"k8s.io/apiserver/pkg/server":                             "serve with pkg/server's own secure port",
+		"k8s.io/apiserver/pkg/server/options":                     "declare the serving flags in pkg/server",
+		"k8s.io/apiserver/plugin/pkg/authenticator/token/webhook": "review tokens with pkg/server's TokenReview client",
+		"k8s.io/apiserver/plugin/pkg/authorizer/webhook":          "review access with pkg/server's SubjectAccessReview client",
+		"google.golang.org/grpc":                                  "nothing adc serves needs gRPC; find what reaches it with go list -deps",
 	}
 	for _, pkg := range strings.Fields(string(out)) {
 		if why, ok := forbidden[pkg]; ok {

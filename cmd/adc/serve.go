@@ -21,7 +21,7 @@ func serve(ctx context.Context, srv *server.Server, opts *server.Options, kubeco
 		l, err := server.ListenLoopback(opts.HTTPAddr)
 		if err != nil {
 			if secure != nil {
-				_ = secure.Serving.Listener.Close()
+				_ = secure.Close()
 			}
 			return nil, err
 		}

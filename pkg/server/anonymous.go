@@ -9,32 +9,31 @@ import (
 	"k8s.io/apiserver/pkg/authorization/path"
 )
 
-// anonymousOnlyOn limits the anonymous identity of a delegating authenticator to the paths
-// that skip authorization (--authorization-always-allow-paths, matched by k8s.io/apiserver's
-// own path authorizer), so that a request without valid credentials is answered 401
-// everywhere else, as kube-apiserver does with anonymous authentication restricted to
-// paths (AuthenticationConfiguration anonymous.conditions).
+// anonymousOnlyOn lets a request without credentials through as system:anonymous only on
+// the paths that skip authorization (--authorization-always-allow-paths, matched by
+// k8s.io/apiserver's own path authorizer), so that it is answered 401 everywhere else, as
+// kube-apiserver does with anonymous authentication restricted to paths
+// (AuthenticationConfiguration anonymous.conditions).
 //
-// DelegatingAuthenticationOptions.ApplyTo always appends an anonymous authenticator for
-// every path, so a request without a token would otherwise reach the authorizer as
-// system:anonymous and be answered 403; that is what kube-controller-manager does, but a
-// 403 tells a scraper with a missing token that it lacks a role rather than a token. This
-// checks no credential: tokens, client certificates and front-proxy headers are still
-// verified by the delegating authenticator, and only its anonymous answer is dropped.
+// kube-controller-manager lets it through as anonymous on every path, to be answered 403
+// by the authorizer; but a 403 tells a scraper with a missing token that it lacks a role
+// rather than a token. Credentials that were presented and failed are never anonymous:
+// delegate's error stands.
 func anonymousOnlyOn(delegate authenticator.Request, alwaysAllowPaths []string) (authenticator.Request, error) {
 	allowed, err := path.NewAuthorizer(alwaysAllowPaths)
 	if err != nil {
 		return nil, err
 	}
+	anonymous := &authenticator.Response{User: &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}}
 	return authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
 		resp, ok, err := delegate.AuthenticateRequest(req)
-		if !ok || err != nil || resp.User.GetName() != user.Anonymous {
+		if ok || err != nil {
 			return resp, ok, err
 		}
 		decision, _, _ := allowed.Authorize(req.Context(), authorizer.AttributesRecord{Path: req.URL.Path, Verb: "get"})
 		if decision != authorizer.DecisionAllow {
 			return nil, false, nil
 		}
-		return resp, ok, err
+		return anonymous, true, nil
 	}), nil
 }

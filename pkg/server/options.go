@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spf13/pflag"
-	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
@@ -14,21 +12,21 @@ import (
 // host network; adc runs in its own Pod, and 8443 is the usual port of an HTTPS workload.
 const DefaultSecurePort = 8443
 
-// Options are the flags of adc's listeners. The secure port's are k8s.io/apiserver's own
-// option structs, so their names, defaults and meaning are kube-controller-manager's:
-// --bind-address, --secure-port, --tls-cert-file, --tls-private-key-file, --cert-dir, the
-// --authentication-* and --authorization-* flags, --client-ca-file and --requestheader-*.
+// Options are the flags of adc's listeners. The secure port's have kube-controller-manager's
+// names, defaults and meaning (k8s.io/apiserver's options): --bind-address, --secure-port,
+// --tls-*, --cert-dir, the --authentication-* and --authorization-* flags, --client-ca-file
+// and --requestheader-*.
 type Options struct {
 	// SecureServing is the HTTPS listener; BindPort 0 (--secure-port=0) turns it off.
-	SecureServing *apiserveroptions.SecureServingOptions
+	SecureServing *SecureServingOptions
 	// Authentication delegates to the API server: TokenReview for bearer tokens, and client
 	// certificates signed by the cluster's client CA (read from the ConfigMap
 	// kube-system/extension-apiserver-authentication unless --client-ca-file is given).
-	Authentication *apiserveroptions.DelegatingAuthenticationOptions
+	Authentication *AuthenticationOptions
 	// Authorization delegates to the API server with SubjectAccessReview; the paths of
 	// --authorization-always-allow-paths (the health paths) skip it and are the only ones
 	// served without credentials.
-	Authorization *apiserveroptions.DelegatingAuthorizationOptions
+	Authorization *AuthorizationOptions
 	// HTTPAddr is the plain HTTP listener (--http-addr), which has no authentication: empty
 	// (the default) turns it off, and ListenLoopback refuses an address that is not
 	// loopback.
@@ -41,16 +39,10 @@ type Options struct {
 // delegated authentication and authorization; /healthz, /readyz and /livez allowed
 // anonymously; no plain HTTP.
 func NewOptions() *Options {
-	secure := apiserveroptions.NewSecureServingOptions()
-	secure.BindPort = DefaultSecurePort
-	// As kube-controller-manager: no certificate directory, so a certificate that is not
-	// given is generated in memory (the root filesystem of adc's Pod is read-only).
-	secure.ServerCert.CertDirectory = ""
-	secure.ServerCert.PairName = "adc"
 	return &Options{
-		SecureServing:  secure,
-		Authentication: apiserveroptions.NewDelegatingAuthenticationOptions(),
-		Authorization:  apiserveroptions.NewDelegatingAuthorizationOptions(),
+		SecureServing:  NewSecureServingOptions(),
+		Authentication: NewAuthenticationOptions(),
+		Authorization:  NewAuthorizationOptions(),
 	}
 }
 
@@ -58,13 +50,8 @@ func NewOptions() *Options {
 // serving", "authentication", "authorization"), and --http-addr under "insecure serving".
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
-	authn, authz := fss.FlagSet("authentication"), fss.FlagSet("authorization")
-	o.Authentication.AddFlags(authn)
-	o.Authorization.AddFlags(authz)
-	// SecureConfig's default, which k8s.io/apiserver's help cannot know.
-	for _, f := range []*pflag.Flag{authn.Lookup("authentication-kubeconfig"), authz.Lookup("authorization-kubeconfig")} {
-		f.Usage += " Empty: --kubeconfig, else the in-cluster configuration."
-	}
+	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	o.Authorization.AddFlags(fss.FlagSet("authorization"))
 	fss.FlagSet("insecure serving").StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr,
 		"Address of a plain HTTP listener without authentication for /healthz, /readyz, /livez, /metrics and the dashboard (never the profiles), "+
 			"for a laptop or for kubectl port-forward; it must be a loopback address such as 127.0.0.1:8080. Empty (the default) disables it.")
@@ -89,5 +76,5 @@ func (o *Options) Validate() error {
 
 // Secure reports whether the secure port is on.
 func (o *Options) Secure() bool {
-	return o.SecureServing != nil && (o.SecureServing.BindPort > 0 || o.SecureServing.Listener != nil)
+	return o.SecureServing.on()
 }

@@ -67,6 +67,36 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveSecureForTest serves srv on a secure port on 127.0.0.1 built from opts, with api as
+// the API server of the reviews, until the test ends.
+func serveSecureForTest(ctx context.Context, t *testing.T, api http.Handler, opts *Options, srv *Server) *SecureConfig {
+	t.Helper()
+	apiServer := httptest.NewTLSServer(api)
+	t.Cleanup(apiServer.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.SecureServing.Listener = l
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := opts.SecureConfig(kubeconfigFor(t, apiServer.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeSecure(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeSecure: %v", err)
+		}
+	})
+	return cfg
+}
+
 // kubeconfigFor writes a kubeconfig for the fake API server.
 func kubeconfigFor(t *testing.T, url string) string {
 	t.Helper()
@@ -102,35 +132,12 @@ func TestSecurePort(t *testing.T) {
 			return false
 		},
 	}
-	apiServer := httptest.NewTLSServer(api)
-	t.Cleanup(apiServer.Close)
-
 	opts := NewOptions()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.SecureServing.Listener = l
 	opts.Authentication.SkipInClusterLookup = true // the fake serves no ConfigMap
-	if err := opts.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := opts.SecureConfig(kubeconfigFor(t, apiServer.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := New()
 	srv.EnableProfiling()
 	srv.Handle("GET /dashboard/{$}", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "the page") }))
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeSecure(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("ServeSecure: %v", err)
-		}
-	})
+	cfg := serveSecureForTest(ctx, t, api, opts, srv)
 
 	base := "https://" + cfg.Addr().String()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}

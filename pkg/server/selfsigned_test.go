@@ -1,18 +1,20 @@
 package server
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
-	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	certutil "k8s.io/client-go/util/cert"
 )
 
-func TestDefaultServingCert(t *testing.T) {
+func TestServingCertInMemory(t *testing.T) {
 	cases := []struct {
 		name     string
 		bind     string
@@ -25,24 +27,17 @@ func TestDefaultServingCert(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := apiserveroptions.NewSecureServingOptions()
-			s.BindPort, s.BindAddress = 10446, net.ParseIP(tc.bind)
-			s.ServerCert.CertDirectory = ""
-			if err := defaultServingCert(s, "localhost", []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
-				t.Fatal(err)
-			}
-			if s.ServerCert.GeneratedCert == nil {
-				t.Fatal("no certificate generated")
-			}
-			certPEM, keyPEM := s.ServerCert.GeneratedCert.CurrentCertKeyContent()
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err != nil {
-				t.Fatalf("the generated pair does not load: %v", err)
-			}
-			cert, err := x509.ParseCertificate(pair.Certificate[0])
+			s := NewSecureServingOptions()
+			s.BindAddress = net.ParseIP(tc.bind)
+			provider, sni, err := servingCerts(s, "localhost", []net.IP{net.ParseIP("127.0.0.1")})
 			if err != nil {
 				t.Fatal(err)
 			}
+			if provider == nil || len(sni) != 0 {
+				t.Fatalf("certificate %v, SNI %v; want one generated, no SNI", provider, sni)
+			}
+			certPEM, keyPEM := provider.CurrentCertKeyContent()
+			cert := parsePair(t, certPEM, keyPEM)
 			if _, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok {
 				t.Errorf("key %T, want ECDSA", cert.PublicKey)
 			}
@@ -65,18 +60,69 @@ func TestDefaultServingCert(t *testing.T) {
 	}
 }
 
-func TestDefaultServingCertLeavesGivenFilesAndOffPort(t *testing.T) {
-	s := apiserveroptions.NewSecureServingOptions()
-	s.BindPort = 0
-	if err := defaultServingCert(s, "localhost", nil); err != nil || s.ServerCert.GeneratedCert != nil {
-		t.Errorf("secure port off: err %v, generated %v; want nothing done", err, s.ServerCert.GeneratedCert)
+// Given files are served as they are; --cert-dir gets a pair made once and kept.
+func TestServingCertFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("adc.example", nil, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s = apiserveroptions.NewSecureServingOptions()
-	s.BindPort = 10446
-	s.ServerCert.CertKey.CertFile, s.ServerCert.CertKey.KeyFile = "/etc/adc/tls.crt", "/etc/adc/tls.key"
-	if err := defaultServingCert(s, "localhost", nil); err != nil || s.ServerCert.GeneratedCert != nil {
-		t.Errorf("files given: err %v, generated %v; want them used, nothing generated", err, s.ServerCert.GeneratedCert)
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for f, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	s := NewSecureServingOptions()
+	s.ServerCert.CertKey = CertKey{certFile, keyFile}
+	s.ServerCert.CertDirectory = filepath.Join(dir, "ignored")
+	provider, _, err := servingCerts(s, "localhost", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := provider.CurrentCertKeyContent(); !bytes.Equal(got, certPEM) {
+		t.Errorf("--tls-cert-file given: serving another certificate")
+	}
+	if _, err := os.Stat(s.ServerCert.CertDirectory); !os.IsNotExist(err) {
+		t.Errorf("--cert-dir written although --tls-cert-file is given (%v)", err)
+	}
+
+	s = NewSecureServingOptions()
+	s.ServerCert.CertDirectory = filepath.Join(dir, "certs")
+	first, _, err := servingCerts(s, "localhost", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, madeKey := first.CurrentCertKeyContent()
+	parsePair(t, made, madeKey)
+	if info, err := os.Stat(filepath.Join(s.ServerCert.CertDirectory, "adc.key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("--cert-dir's key: %v, %v; want adc.key readable by its owner only", info, err)
+	}
+	again, _, err := servingCerts(s, "localhost", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := again.CurrentCertKeyContent(); !bytes.Equal(kept, made) {
+		t.Errorf("--cert-dir: a second start made a new certificate instead of reading adc.crt")
+	}
+
+	s.ServerCert.CertKey = CertKey{filepath.Join(dir, "missing.crt"), filepath.Join(dir, "missing.key")}
+	if _, _, err := servingCerts(s, "localhost", nil); err == nil {
+		t.Errorf("missing --tls-cert-file: no error")
+	}
+}
+
+func parsePair(t *testing.T, certPEM, keyPEM []byte) *x509.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("the pair does not load: %v", err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
 
 func equalStrings(a, b []string) bool {

@@ -142,8 +142,8 @@ func TestSecurePortAsShipped(t *testing.T) {
 
 	// The admin of the test control plane authenticates with its client certificate, which
 	// adc verifies against the client CA of ConfigMap kube-system/extension-apiserver-
-	// authentication; it is in system:masters, which --authorization-always-allow-groups
-	// would spare a review (kube-controller-manager's default).
+	// authentication; it is in system:masters, which needs no review (kube-controller-
+	// manager's default, without a flag).
 	adminClient := framework.ClientWithCertificate(t, cp.Config)
 	framework.Eventually(ctx, t, "the admin's client certificate accepted", 30*time.Second, func(ctx context.Context) (bool, string) {
 		code, body := framework.GetWithToken(ctx, adminClient, base+"/metrics", "")
