@@ -552,7 +552,7 @@ func (c *Checker) podsUsing(key, node string) int {
 	}
 	n := 0
 	for _, pod := range c.pods {
-		if pod.Spec.NodeName != node || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if pod.Spec.NodeName != node || !wantsVolumes(pod) {
 			continue
 		}
 		if slices.ContainsFunc(c.podVolumes(pod), func(p podVol) bool { return p.key == key }) {
@@ -560,6 +560,26 @@ func (c *Checker) podsUsing(key, node string) int {
 		}
 	}
 	return n
+}
+
+// wantsVolumes is upstream's rule (the attach/detach controller's desired state, with
+// IsPodTerminated): a pod's volumes are wanted until it has succeeded or failed, or has been
+// deleted with none of its containers running, as a pod on a stopped kubelet stays.
+func wantsVolumes(pod *v1.Pod) bool {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return false
+	}
+	if pod.DeletionTimestamp == nil {
+		return true
+	}
+	for _, statuses := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, st := range statuses {
+			if st.State.Terminated == nil && st.State.Waiting == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c *Checker) sortedVAs() []*storagev1.VolumeAttachment {
@@ -604,7 +624,7 @@ func (c *Checker) Convergence() []Violation {
 	for _, key := range keys {
 		pod := c.pods[key]
 		node := c.nodes[pod.Spec.NodeName]
-		if node == nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if node == nil || !wantsVolumes(pod) {
 			continue
 		}
 		for _, vol := range c.podVolumes(pod) {

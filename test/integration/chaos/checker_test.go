@@ -238,6 +238,35 @@ func TestCheckerConvergence(t *testing.T) {
 	}
 }
 
+// A deleted pod keeps its volumes wanted while a container runs, and wants none once none
+// runs (upstream's IsPodTerminated), as a pod evicted from a stopped kubelet stays.
+func TestCheckerConvergenceDeletedPod(t *testing.T) {
+	s := newSeq(t)
+	u := uniqueName(testDriver, "h-v1")
+	s.put(KindPersistentVolume, testPV("v1"))
+	s.put(KindClaim, testClaim("c1", "v1"))
+	s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, []string{u}, []string{u}))
+	s.put(KindVolumeAttachment, testVA("v1", "n1"))
+	pod := testPod("p1", "n1", "c1")
+	pod.DeletionTimestamp = &metav1.Time{Time: t0}
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	s.put(KindPod, pod)
+	if got := s.c.Convergence(); len(got) != 0 {
+		t.Fatalf("deleted pod with a running container, attached: %v", got)
+	}
+	stopped := pod.DeepCopy()
+	stopped.Status.ContainerStatuses = nil
+	s.put(KindPod, stopped)
+	if got := s.c.Convergence(); len(got) != 1 || !strings.Contains(got[0].Message, "no pod using it") {
+		t.Fatalf("deleted pod with no container running, still attached: %v", got)
+	}
+	s.del(KindVolumeAttachment, testVA("v1", "n1"))
+	s.put(KindNode, testNode("n1", v1.ConditionTrue, t0, nil, nil))
+	if got := s.c.Convergence(); len(got) != 0 {
+		t.Fatalf("deleted pod with no container running, detached: %v", got)
+	}
+}
+
 func TestCheckerRejectsOutOfOrderEvents(t *testing.T) {
 	c := NewChecker(time.Second)
 	if err := c.Apply(Event{Rev: 5, Kind: KindPersistentVolume, Object: testPV("a")}); err != nil {
