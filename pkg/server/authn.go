@@ -116,7 +116,7 @@ func (g authenticatedGroupAdder) AuthenticateRequest(req *http.Request) (*authen
 
 // requestHeader is the front proxy's configuration: its CA and the headers it uses.
 type requestHeader struct {
-	ca                                                    dynamiccertificates.CAContentProvider
+	ca                                                   dynamiccertificates.CAContentProvider
 	usernames, uids, groups, extraPrefixes, allowedNames headerrequest.StringSliceProvider
 }
 

@@ -120,7 +120,9 @@ func (s *Server) ServeSecure(ctx context.Context, c *SecureConfig) error {
 		IdleTimeout:       90 * time.Second,
 		ReadHeaderTimeout: 32 * time.Second,
 		ErrorLog:          log.New(handshakeErrorWriter{logger}, "", 0),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests log with adc's logger; they are not cancelled by ctx, so Shutdown lets
+		// them finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	if c.options.DisableHTTP2Serving {
 		srv.Protocols = new(http.Protocols)

@@ -5,9 +5,10 @@
 // here changes cluster state.
 //
 // Everything is served the way kube-controller-manager serves it: on a secure port (TLS,
-// delegated authentication with TokenReview and client certificates, delegated
-// authorization with SubjectAccessReview, k8s.io/apiserver's options and filters; see
-// secure.go), where only the health paths are anonymous. A plain HTTP listener exists only
+// delegated authentication with TokenReview, client certificates and the front proxy's
+// headers, delegated authorization with SubjectAccessReview; kube-controller-manager's flags
+// and handler chain over k8s.io/apiserver's authenticator packages, without its generic
+// server; see secure.go), where only the health paths are anonymous. A plain HTTP listener exists only
 // when asked for, and only on a loopback address (loopback.go): the laptop and the demo, and
 // the person who reaches it through `kubectl port-forward`, which the API server authorizes.
 // It never serves the profiles.

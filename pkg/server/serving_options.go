@@ -191,10 +191,11 @@ func (s *SecureServingOptions) listen() (net.Listener, error) {
 			return serr
 		}
 	}
-	addr := net.JoinHostPort(s.BindAddress.String(), strconv.Itoa(s.BindPort))
-	if s.BindAddress == nil {
-		addr = net.JoinHostPort("", strconv.Itoa(s.BindPort))
+	host := "" // every interface
+	if s.BindAddress != nil {
+		host = s.BindAddress.String()
 	}
+	addr := net.JoinHostPort(host, strconv.Itoa(s.BindPort))
 	l, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	"k8s.io/klog/v2"
 )
 
 // tokenReviewer authenticates a bearer token by asking the API server (TokenReview), as
@@ -41,8 +40,8 @@ func (r *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*a
 		result, err = r.client.Create(ctx, review, metav1.CreateOptions{})
 		return err
 	}); err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to review a bearer token with the API server (TokenReview)")
-		return nil, false, fmt.Errorf("reviewing the bearer token with the API server: %w", err)
+		// withAuthentication logs it, with the request's path.
+		return nil, false, fmt.Errorf("reviewing the bearer token with the API server (TokenReview): %w", err)
 	}
 	if !result.Status.Authenticated {
 		if result.Status.Error != "" {
