@@ -49,6 +49,8 @@ func main() {
 	flag.StringVar(&c.CPUProfile, "cpu-profile", "", "with -controller=adc: write a CPU profile from adc's /debug/pprof/profile here")
 	flag.DurationVar(&c.CPUProfileDelay, "cpu-profile-delay", 0, "start the CPU profile this long after adc starts")
 	flag.IntVar(&c.CPUProfileSeconds, "cpu-profile-seconds", 20, "length of the CPU profile")
+	flag.StringVar(&c.HeapProfile, "heap-profile", "", "with -controller=adc: write adc's /debug/pprof/heap here, -heap-profile-delay after adc starts")
+	flag.DurationVar(&c.HeapProfileDelay, "heap-profile-delay", 5*time.Second, "when to take the heap profile")
 	flag.StringVar(&jsonOut, "json", "", "also write the result as JSON to this file")
 	inProcess.addFlags(flag.CommandLine)
 	klog.InitFlags(nil)

@@ -80,6 +80,11 @@ type Config struct {
 	CPUProfile        string
 	CPUProfileDelay   time.Duration
 	CPUProfileSeconds int
+	// HeapProfile, when set (Controller ADC), is where adc's /debug/pprof/heap is written,
+	// HeapProfileDelay after the start: what was live at its last collection, and every
+	// allocation since it started (pprof -sample_index=inuse_space or alloc_space).
+	HeapProfile      string
+	HeapProfileDelay time.Duration
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 }

@@ -60,7 +60,7 @@ func controllerCommand(c Config, kubeconfig, secureAddr string) (string, []strin
 		}
 		args := []string{"controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
 			"--kube-api-qps", qps, "--kube-api-burst", burst, "--bind-address", host, "--secure-port", port, "-v", "0"}
-		if c.CPUProfile != "" {
+		if c.CPUProfile != "" || c.HeapProfile != "" {
 			args = append(args, "--profiling")
 		}
 		return c.ADCPath, append(args, c.ADCFlags...), nil
@@ -131,10 +131,10 @@ func freeLocalAddr() (string, error) {
 	return addr, nil
 }
 
-// cpuProfile fetches a CPU profile of seconds from adc's /debug/pprof/profile on its secure
-// port into path, once adc accepts the credentials of kubeconfig (the benchmark's admin,
-// whom adc's delegated authorization allows /debug/*).
-func cpuProfile(ctx context.Context, addr, kubeconfig string, seconds int, path string) error {
+// fetchProfile fetches one of adc's profiles (page: "profile?seconds=20", "heap") from
+// /debug/pprof/ on its secure port into path, once adc accepts the credentials of kubeconfig
+// (the benchmark's admin, whom adc's delegated authorization allows /debug/*).
+func fetchProfile(ctx context.Context, addr, kubeconfig, page, path string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading %s for the profile's credentials: %w", kubeconfig, err)
@@ -177,7 +177,7 @@ func cpuProfile(ctx context.Context, addr, kubeconfig string, seconds int, path 
 	if err != nil {
 		return fmt.Errorf("waiting for adc's secure port on %s to serve %s (last: %s; is --profiling on?): %w", addr, ready, last, err)
 	}
-	url := fmt.Sprintf("https://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+	url := fmt.Sprintf("https://%s/debug/pprof/%s", addr, page)
 	resp, err := get(ctx, url)
 	if err != nil {
 		return fmt.Errorf("fetching %s: %w", url, err)

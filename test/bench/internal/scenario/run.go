@@ -69,18 +69,22 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.ProcessMeasured = true
 	}
 	fmt.Fprintf(c.Progress, "started %s (%s)\n", c.Controller, c.Name())
-	profileDone := make(chan error, 1)
-	if c.CPUProfile != "" && proc != nil && proc.secureAddr != "" {
+	profileDone := make(chan error, 2)
+	profile := func(path string, delay time.Duration, page string) {
+		if path == "" || proc == nil || proc.secureAddr == "" {
+			profileDone <- nil
+			return
+		}
 		go func() {
 			select {
-			case <-time.After(c.CPUProfileDelay):
+			case <-time.After(delay):
 			case <-ctx.Done():
 			}
-			profileDone <- cpuProfile(ctx, proc.secureAddr, proc.kubeconfig, c.CPUProfileSeconds, c.CPUProfile)
+			profileDone <- fetchProfile(ctx, proc.secureAddr, proc.kubeconfig, page, path)
 		}()
-	} else {
-		profileDone <- nil
 	}
+	profile(c.CPUProfile, c.CPUProfileDelay, fmt.Sprintf("profile?seconds=%d", c.CPUProfileSeconds))
+	profile(c.HeapProfile, c.HeapProfileDelay, "heap")
 
 	// Attach phase.
 	if err := waitFor(ctx, c, start, proc, func(created, listed, _ int) bool { return created >= total && listed >= total },
@@ -124,8 +128,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 		res.MaxRSS, res.CPUDetach = end.MaxRSS, end.CPU-atConverge.CPU
 	}
-	if err := <-profileDone; err != nil {
-		return nil, fmt.Errorf("CPU profile: %w", err)
+	for range 2 {
+		if err := <-profileDone; err != nil {
+			return nil, fmt.Errorf("profile: %w", err)
+		}
 	}
 
 	// Stop the controller so that the API server audits its watches as complete, then count.
