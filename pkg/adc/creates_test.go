@@ -256,3 +256,52 @@ func TestAttachBacklogIsABurst(t *testing.T) {
 		})
 	}
 }
+
+// In a burst, node reconciles stop deciding once the create queue holds its limit: a node
+// that would create more decides nothing (no reservation, no expectation, nothing queued)
+// and is woken as the queued creates are sent, then decides afresh; every volume ends up
+// created once.
+func TestReconcileWaitsForRoomInTheCreateQueue(t *testing.T) {
+	f := newFixture(t, Options{QueuedCreates: 2})
+	nodes := []string{"n1", "n2", "n3"}
+	for _, n := range nodes {
+		f.node(n)
+		pvs := []string{n + "-pv1", n + "-pv2"}
+		for _, pv := range pvs {
+			f.volume(pv, "h-"+pv, v1.ReadWriteOnce)
+		}
+		f.pod("p-"+n, n, pvs...)
+	}
+	for _, n := range nodes {
+		if _, err := f.c.syncNode(f.ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		f.checkMemory("decided " + n)
+	}
+	if got := f.c.creates.Len(); got != 2 {
+		t.Fatalf("create queue holds %d after the three reconciles, want n1's 2", got)
+	}
+	for f.c.nodeQueue.Len() > 0 { // what the handlers queued so far
+		k, _ := f.c.nodeQueue.Get()
+		f.c.nodeQueue.Done(k)
+	}
+	f.c.sendQueuedCreates(f.ctx)
+	// The queue emptied: n2 and n3 were woken, in the order they found no room.
+	var woken []string
+	for f.c.nodeQueue.Len() > 0 {
+		k, _ := f.c.nodeQueue.Get()
+		f.c.nodeQueue.Done(k)
+		woken = append(woken, k)
+	}
+	if fmt.Sprint(woken) != "[n2 n3]" {
+		t.Fatalf("woken %v once the queue emptied, want [n2 n3]", woken)
+	}
+	for _, n := range woken {
+		f.syncNode(n)
+	}
+	for _, n := range nodes {
+		if got := len(f.att.createdOn(n)); got != 2 {
+			t.Errorf("%s creates = %d, want 2", n, got)
+		}
+	}
+}
