@@ -305,3 +305,48 @@ func TestReconcileWaitsForRoomInTheCreateQueue(t *testing.T) {
 		}
 	}
 }
+
+// A node whose creates wait for room still detaches what no pod needs: only its creates
+// wait.
+func TestNoRoomStillDetaches(t *testing.T) {
+	f := newFixture(t, Options{QueuedCreates: 1})
+	f.node("n1")
+	f.node("n2")
+	for _, pv := range []string{"pv1", "pv2", "pv9"} {
+		f.volume(pv, "h-"+pv, v1.ReadWriteOnce)
+	}
+	f.pod("a", "n1", "pv1")
+	if _, err := f.c.syncNode(f.ctx, "n1"); err != nil { // fills the queue
+		t.Fatal(err)
+	}
+	stale := f.va("h-pv9", "pv9", "n2", "uid-9", "10", true)
+	f.storeVA(stale)
+	f.pod("b", "n2", "pv2")
+	for range 2 { // decide the detach, then send it once the node is read afresh
+		if _, err := f.c.syncNode(f.ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		f.checkMemory("n2 without room")
+		f.syncStatus("n2")
+	}
+	if got := f.att.deleted(); len(got) != 1 || got[0] != stale.Name {
+		t.Fatalf("deleted %v without room for n2's create, want %s", got, stale.Name)
+	}
+	if got := f.c.creates.Len(); got != 1 {
+		t.Fatalf("create queue holds %d, want n1's create only", got)
+	}
+	var reason string
+	for _, st := range f.c.pairs.All() {
+		if st.Node == "n2" && st.Phase == PhaseAttaching {
+			reason = st.Reason
+		}
+	}
+	if !strings.Contains(reason, "waiting for room in the create queue") {
+		t.Errorf("n2's pair says %q, want that it waits for room", reason)
+	}
+	f.c.sendQueuedCreates(f.ctx)
+	f.syncNode("n2")
+	if got := len(f.att.createdOn("n2")); got != 1 {
+		t.Fatalf("n2 creates = %d once there is room, want 1", got)
+	}
+}
