@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,9 +44,6 @@ type nodeRun struct {
 	// attachedThisRun maps a VolumeAttachment name or unique name attached in this run to its
 	// attachment, so two pods sharing a volume on the node attach it once.
 	attachedThisRun map[string]*actual.Attachment
-	// noRoom is set when the create queue is full: the run decides no create (the node is
-	// woken when there is room).
-	noRoom bool
 }
 
 func (r *nodeRun) retryIn(d time.Duration) {
@@ -107,23 +103,18 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 			toCreate++
 		}
 	}
-	// A burst: the creates decided before this node's are not sent yet. The node's attaches
-	// wait for room (it is woken then and read afresh), so that decided creates, each held in
-	// memory until sent, stay within the create queue's limit. With nothing to detach the
-	// node decides nothing now; otherwise its detaches go ahead without its creates.
-	noRoom := toCreate > 0 && !c.creates.Room(name)
-	if noRoom {
+	if toCreate > 0 && !c.creates.Room(name) {
+		// A burst: the creates decided before this node's are not sent yet. The node waits
+		// for room, deciding nothing now (it is read afresh when woken), so that decided
+		// creates, each held in memory until sent, stay within the create queue's limit.
 		logger.V(4).Info("Create queue full; the node's attaches wait for room", "toCreate", toCreate)
-		if !slices.ContainsFunc(atts, func(a *actual.Attachment) bool { return !a.Matched }) {
-			return 0, nil
-		}
-		toCreate = 0
+		return 0, nil
 	}
 	c.mem.SetCreating(name, toCreate)
 	defer c.mem.SetCreating(name, 0)
 
 	r := &nodeRun{
-		c: c, node: node, now: now, noRoom: noRoom,
+		c: c, node: node, now: now,
 		held:            map[pairKey]bool{},
 		events:          map[eventKey]bool{},
 		attachedThisRun: map[string]*actual.Attachment{},
@@ -266,10 +257,6 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 // the reservation is taken and the create expected before the create is queued (see
 // creates.Queue.Add), so the create workers send only what was decided under those rules.
 func (r *nodeRun) attachCSI(p *pair, st *PairState) {
-	if r.noRoom {
-		st.Phase, st.Reason = PhaseAttaching, "waiting for room in the create queue: a burst of decided creates is being sent"
-		return
-	}
 	if !r.reserve(p, st) {
 		return
 	}
