@@ -92,7 +92,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before it gives up leading.")
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
-	other.IntVar(&f.createsInFlight, "creates-in-flight", 0, "How many VolumeAttachment creates are sent at once. 0 sizes it from --kube-api-qps so that creates go at the budget's rate (QPS x 100 ms, 4 to 128). A smaller number creates later but lists the first volumes sooner when the API server has no CPU to spare (the attacher's status writes then wait behind fewer creates). Ten times as many decided creates (at least 256) may wait for a sender; a node that would decide more waits for room.")
+	other.IntVar(&f.createsInFlight, "creates-in-flight", 0, "How many VolumeAttachment creates are sent at once. 0 sizes it from --kube-api-qps so that creates go at the budget's rate (QPS x 100 ms, 4 to 128). A smaller number creates later but lists the first volumes sooner when the API server has no CPU to spare (the attacher's status writes then wait behind fewer creates).")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
 	f.serving.AddFlags(&fss)
 	f.profiling.add(fss.FlagSet("debugging"))

@@ -36,7 +36,6 @@
 package adc
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -193,7 +192,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
 	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
-		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock, Limit: cmp.Or(c.opts.QueuedCreates, queuedCreatesLimit(c.opts.CreatesInFlight))})
+		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,
 		Clock: opts.Clock, MaxDelay: opts.NodeStatusMaxDelay, Budget: opts.APIBudget, Wake: c.enqueueNode,
 		Backlogged: c.attachesBacklogged})
@@ -263,16 +262,6 @@ const attachBurst = 8
 // most of a 2,000-volume burst, whose last nodes were then written volume by volume: 1.13
 // writes per attach at 100 x 20 against 1.07 with 256 (docs/performance.md, issue #28).
 const maxAttachBacklog = 256
-
-// queuedCreatesLimit is how many decided creates may wait for the create workers before
-// node reconciles wait for room (creates.Options.Limit): ten rounds of the workers, so the
-// workers never run dry while woken nodes decide, and at least 256, so that a few hundred
-// pods landing at once at the default budget are decided together. At 1000 QPS (100 in
-// flight) it is 1,000 of the 2 KB each decided create holds, where a 10,000-volume burst held
-// most of 10,000 without it (docs/performance.md, "Where the burst's heap goes").
-func queuedCreatesLimit(inFlight int) int {
-	return max(10*inFlight, 256)
-}
 
 // attachesBacklogged reports whether the attaches under way are a burst (attachBurst).
 func (c *Controller) attachesBacklogged() bool {

@@ -41,10 +41,6 @@ type Options struct {
 	// (volumeattach.PriorityLimiter.CreatesInFlight, from --kube-api-qps), else
 	// DefaultCreatesInFlight. `adc controller --creates-in-flight` sets it.
 	CreatesInFlight int
-	// QueuedCreates is how many decided creates may wait for the create workers before node
-	// reconciles that would decide more wait for room (each decided create is held in memory
-	// until it is sent). Zero: ten rounds of the workers, at least 256 (queuedCreatesLimit).
-	QueuedCreates int
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
 	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
@@ -184,9 +180,6 @@ func (o Options) Validate() error {
 	}
 	if o.MaxWaitForUnmount < 0 {
 		return fmt.Errorf("max-wait-for-unmount must not be negative, got %s", o.MaxWaitForUnmount)
-	}
-	if o.QueuedCreates < 0 {
-		return fmt.Errorf("queued creates must not be negative, got %d", o.QueuedCreates)
 	}
 	if o.CreatesInFlight < 0 {
 		return fmt.Errorf("creates in flight must not be negative, got %d", o.CreatesInFlight)

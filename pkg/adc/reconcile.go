@@ -103,13 +103,6 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 			toCreate++
 		}
 	}
-	if toCreate > 0 && !c.creates.Room(name) {
-		// A burst: the creates decided before this node's are not sent yet. The node waits
-		// for room, deciding nothing now (it is read afresh when woken), so that decided
-		// creates, each held in memory until sent, stay within the create queue's limit.
-		logger.V(4).Info("Create queue full; the node's attaches wait for room", "toCreate", toCreate)
-		return 0, nil
-	}
 	c.mem.SetCreating(name, toCreate)
 	defer c.mem.SetCreating(name, 0)
 

@@ -57,12 +57,6 @@ type Options struct {
 	Wake  func(node string)
 	Retry func(node string, after time.Duration)
 	Clock clock.WithTicker
-	// Limit is how many decided creates may wait for a worker before node reconciles that
-	// would decide more wait for room (Room); 0 is no limit. Every decided create holds its
-	// expectation, its object and its attach operation in memory (1.5-3 KB), and reconciles
-	// decide far faster than creates are sent, so without a limit a burst of 10,000 volumes
-	// held most of them at once.
-	Limit int
 }
 
 // Queue holds the decided creates and sends them from Work.
@@ -80,68 +74,18 @@ type Queue struct {
 	// errs is the last refusal of each VolumeAttachment's create, shown in its pair's reason
 	// until a create of it succeeds.
 	errs map[string]string
-	// waiting are the nodes that found no room (Room), in the order they asked, to be woken
-	// as room frees; waitingSet holds the same names.
-	waiting    []string
-	waitingSet map[string]bool
 }
 
 // New returns an empty queue.
 func New(opts Options) *Queue {
 	return &Queue{
-		opts:       opts,
-		queue:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: QueueName, Clock: opts.Clock}),
-		retries:    retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
-		jobs:       map[string]Job{},
-		inFlight:   map[string]bool{},
-		errs:       map[string]string{},
-		waitingSet: map[string]bool{},
+		opts:     opts,
+		queue:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: QueueName, Clock: opts.Clock}),
+		retries:  retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
+		jobs:     map[string]Job{},
+		inFlight: map[string]bool{},
+		errs:     map[string]string{},
 	}
-}
-
-// Room reports whether a node reconcile may decide creates now: fewer than Limit decided
-// creates wait for a worker. When not, node is woken once there is room, and its reconcile
-// should decide nothing now (it reads the node afresh when woken). A reconcile with room
-// queues all its node's creates, so the queue may pass Limit by what the node workers
-// decide at once.
-func (q *Queue) Room(node string) bool {
-	if q.opts.Limit <= 0 {
-		return true
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.jobs) < q.opts.Limit {
-		return true
-	}
-	if !q.waitingSet[node] {
-		q.waitingSet[node] = true
-		q.waiting = append(q.waiting, node)
-	}
-	return false
-}
-
-// wokenLocked takes the waiting nodes to wake now that a create left the queue: one per
-// create sent while the queue is under half full, so the queue refills as fast as it drains
-// without every waiting node deciding at once; all of them once it is empty (a woken node
-// may have nothing left to create, and with nothing queued no send would wake the rest).
-func (q *Queue) wokenLocked() []string {
-	n := 0
-	switch {
-	case len(q.waiting) == 0:
-	case len(q.jobs) == 0:
-		n = len(q.waiting)
-	case len(q.jobs) < q.opts.Limit/2:
-		n = 1
-	}
-	if n == 0 {
-		return nil
-	}
-	woken := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	for _, node := range woken {
-		delete(q.waitingSet, node)
-	}
-	return woken
 }
 
 // Add hands a decided create to the workers. The node reconcile does not wait for it:
@@ -175,15 +119,12 @@ func (q *Queue) Queued(name string) (Job, bool) {
 // until answered.
 func (q *Queue) take(name string) (Job, bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	j, ok := q.jobs[name]
-	var woken []string
 	if ok {
 		delete(q.jobs, name)
 		q.inFlight[name] = false
-		woken = q.wokenLocked()
 	}
-	q.mu.Unlock()
-	q.wake(woken)
 	return j, ok
 }
 
@@ -217,10 +158,8 @@ const (
 func (q *Queue) Withdraw(name string) Unsent {
 	q.mu.Lock()
 	j, queued := q.jobs[name]
-	var woken []string
 	if queued {
 		delete(q.jobs, name)
-		woken = q.wokenLocked()
 	} else if _, inFlight := q.inFlight[name]; inFlight {
 		q.inFlight[name] = true
 		q.mu.Unlock()
@@ -230,7 +169,6 @@ func (q *Queue) Withdraw(name string) Unsent {
 	if !queued {
 		return Answered
 	}
-	q.wake(woken)
 	q.opts.Abort(name)
 	q.wake(q.opts.Memory.CreateFailed(j.VA, j.SourceKey))
 	return Cancelled
@@ -313,7 +251,6 @@ func (q *Queue) DropQueued() {
 	jobs := q.jobs
 	q.jobs = map[string]Job{}
 	q.inFlight = map[string]bool{}
-	q.waiting, q.waitingSet = nil, map[string]bool{}
 	q.mu.Unlock()
 	for name, j := range jobs {
 		q.opts.Abort(name)

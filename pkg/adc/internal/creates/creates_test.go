@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -148,68 +147,5 @@ func TestDropQueued(t *testing.T) {
 	f.q.DropQueued()
 	if !reflect.DeepEqual(f.mem.settled, []string{"failed va"}) || !reflect.DeepEqual(f.aborted, []string{"va"}) {
 		t.Errorf("settled %v, aborted %v; want the unsent create forgotten", f.mem.settled, f.aborted)
-	}
-}
-
-// With a limit, node reconciles find no room once that many creates are queued; the nodes
-// that found none are woken in the order they asked, one per create sent while the queue is
-// under half full, and all of them once it is empty.
-func TestQueueRoom(t *testing.T) {
-	f := newFixture(t)
-	f.q.opts.Limit = 4
-	for _, name := range []string{"a", "b", "c"} {
-		f.q.Add(job(name))
-	}
-	if !f.q.Room("n1") {
-		t.Fatal("3 of 4 queued: no room")
-	}
-	f.q.Add(job("d"))
-	for _, node := range []string{"n2", "n3", "n2", "n4"} {
-		if f.q.Room(node) {
-			t.Fatalf("4 of 4 queued: room for %s", node)
-		}
-	}
-	send := func(name string, wantWoken ...string) {
-		t.Helper()
-		f.woken = nil
-		got, quit := f.q.Get()
-		if quit || got != name {
-			t.Fatalf("got %q (quit %t), want %s", got, quit, name)
-		}
-		if _, err := f.q.Send(context.Background(), got); err != nil {
-			t.Fatal(err)
-		}
-		f.q.Done(got)
-		if !reflect.DeepEqual(f.woken, wantWoken) {
-			t.Errorf("after sending %s woken %v, want %v", name, f.woken, wantWoken)
-		}
-	}
-	send("a")             // 3 queued: half full or more
-	send("b")             // 2 queued
-	send("c", "n2")       // 1 queued: under half, one node
-	send("d", "n3", "n4") // empty: every waiting node
-	if !f.q.Room("n5") {
-		t.Error("empty queue: no room")
-	}
-}
-
-// A queued create withdrawn frees room as a sent one does; without a limit there is always
-// room.
-func TestQueueRoomWithdrawAndNoLimit(t *testing.T) {
-	f := newFixture(t)
-	if !f.q.Room("n1") {
-		t.Fatal("no limit: no room")
-	}
-	f.q.opts.Limit = 1
-	f.q.Add(job("a"))
-	if f.q.Room("n2") {
-		t.Fatal("1 of 1 queued: room")
-	}
-	f.woken = nil
-	if got := f.q.Withdraw("a"); got != Cancelled {
-		t.Fatalf("Withdraw = %v, want Cancelled", got)
-	}
-	if !slices.Contains(f.woken, "n2") {
-		t.Errorf("withdrawing the only queued create woke %v, want n2 among them", f.woken)
 	}
 }
