@@ -32,11 +32,8 @@ type delegatedAuthn struct {
 // (TokenReview, answers cached for CacheTTL). What the flags do not give is looked up in
 // ConfigMap kube-system/extension-apiserver-authentication unless SkipInClusterLookup, and
 // kept current. No anonymous user: anonymousOnlyOn adds it where it is allowed.
-func (o *AuthenticationOptions) authenticator(kubeconfig string) (*delegatedAuthn, error) {
-	client, err := reviewClient(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
+func (o *AuthenticationOptions) authenticator(client kubernetes.Interface) (*delegatedAuthn, error) {
+	var err error
 	logger := klog.Background()
 	var authns []authenticator.Request
 	var cas []dynamiccertificates.CAContentProvider

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -60,11 +61,22 @@ func (o *Options) SecureConfig(kubeconfig string) (*SecureConfig, error) {
 		return nil, err
 	}
 
-	authnKubeconfig := o.Authentication.RemoteKubeConfigFile
-	if authnKubeconfig == "" {
-		authnKubeconfig = kubeconfig
+	// One client when both reviews go to the same API server, as they do unless
+	// --authentication-kubeconfig and --authorization-kubeconfig differ.
+	authnKubeconfig := cmp.Or(o.Authentication.RemoteKubeConfigFile, kubeconfig)
+	authzKubeconfig := cmp.Or(o.Authorization.RemoteKubeConfigFile, kubeconfig)
+	authnClient, err := reviewClient(authnKubeconfig)
+	if err != nil {
+		return fail(fmt.Errorf("setting up delegated authentication (--authentication-kubeconfig): %w", err))
 	}
-	authn, err := o.Authentication.authenticator(authnKubeconfig)
+	authzClient := authnClient
+	if authzKubeconfig != authnKubeconfig {
+		if authzClient, err = reviewClient(authzKubeconfig); err != nil {
+			return fail(fmt.Errorf("setting up delegated authorization (--authorization-kubeconfig): %w", err))
+		}
+	}
+
+	authn, err := o.Authentication.authenticator(authnClient)
 	if err != nil {
 		return fail(fmt.Errorf("setting up delegated authentication (--authentication-kubeconfig; its user needs ClusterRole system:auth-delegator "+
 			"and Role kube-system/extension-apiserver-authentication-reader, or --authentication-skip-lookup): %w", err))
@@ -73,13 +85,8 @@ func (o *Options) SecureConfig(kubeconfig string) (*SecureConfig, error) {
 	if c.authenticator, err = anonymousOnlyOn(authn.request, o.Authorization.AlwaysAllowPaths); err != nil {
 		return fail(fmt.Errorf("--authorization-always-allow-paths: %w", err))
 	}
-
-	authzKubeconfig := o.Authorization.RemoteKubeConfigFile
-	if authzKubeconfig == "" {
-		authzKubeconfig = kubeconfig
-	}
-	if c.authorizer, err = o.Authorization.authorizer(authzKubeconfig); err != nil {
-		return fail(fmt.Errorf("setting up delegated authorization (--authorization-kubeconfig; its user needs ClusterRole system:auth-delegator): %w", err))
+	if c.authorizer, err = o.Authorization.authorizer(authzClient); err != nil {
+		return fail(fmt.Errorf("setting up delegated authorization (--authorization-always-allow-paths): %w", err))
 	}
 	return c, nil
 }
