@@ -32,7 +32,7 @@ func main() {
 		rounds      int
 	)
 	flag.StringVar(&scenarios, "scenarios", "100x20@1000/2000,1000x10@1000/2000,100x20@20/30", "comma-separated NODESxPODS@QPS/BURST")
-	flag.StringVar(&controllers, "controllers", "kcm,adc", "controllers to run per scenario, in order")
+	flag.StringVar(&controllers, "controllers", "kcm,adc", "controllers to run per scenario, in order: kcm, adc (the binary), kcm-adc (kube-controller-manager with adc inside, -kcm-adc); the ratios put the last that is not kcm in adc's place")
 	base.AddFlags(flag.CommandLine, 15*time.Minute)
 	flag.StringVar(&adcFlags, "adc-flags", "", "extra flags for `adc controller`, space separated")
 	flag.DurationVar(&base.SteadyWindow, "steady-window", 5*time.Second, "how long to count requests after convergence")
@@ -43,6 +43,9 @@ func main() {
 	flag.Parse()
 	base.ADCFlags = strings.Fields(adcFlags)
 	base.Progress = os.Stdout
+	if err := checkControllers(controllers); err != nil {
+		fail(err)
+	}
 
 	// Both controllers of a scenario start from the same seed: keep it for this run only.
 	cleanup, err := base.TempSeedCache()
@@ -123,4 +126,16 @@ func parseScenario(base scenario.Config, s string) (scenario.Config, error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench-compare:", err)
 	os.Exit(1)
+}
+
+// checkControllers refuses a controller the benchmark cannot run before anything is seeded.
+func checkControllers(list string) error {
+	for _, k := range strings.Split(list, ",") {
+		switch scenario.Kind(strings.TrimSpace(k)) {
+		case scenario.KCM, scenario.ADC, scenario.KCMADC:
+		default:
+			return fmt.Errorf("unknown controller %q in -controllers: want kcm, adc or kcm-adc", strings.TrimSpace(k))
+		}
+	}
+	return nil
 }

@@ -84,3 +84,20 @@ func TestPrintRoundsEfficiency(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckControllers(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		ok   bool
+	}{
+		{"kcm,adc", true},
+		{"kcm, kcm-adc", true},
+		{"adc,adc", true},
+		{"kcm,adc-in-process", false},
+		{"kcm,kube-controller-manager", false},
+	} {
+		if err := checkControllers(tc.list); (err == nil) != tc.ok {
+			t.Errorf("checkControllers(%q) = %v, want ok %v", tc.list, err, tc.ok)
+		}
+	}
+}

@@ -43,6 +43,9 @@ const (
 	// ADCInProcess is adc started inside the benchmark's process (Config.StartInProcess),
 	// for experiments with options that have no flag; RSS and CPU are not measured then.
 	ADCInProcess Kind = "adc-in-process"
+	// KCMADC is kube-controller-manager with adc inside (`make kcm-adc`) in place of its
+	// attach/detach controller: adc as the library, on the host's informer factory and client.
+	KCMADC Kind = "kcm-adc"
 )
 
 // Config is one run.
@@ -52,9 +55,10 @@ type Config struct {
 	// QPS and Burst are the controller's client budget (--kube-api-qps/--kube-api-burst).
 	QPS   float64
 	Burst int
-	// Controller is what runs; KCMPath and ADCPath are the binaries.
+	// Controller is what runs; KCMPath, KCMADCPath and ADCPath are the binaries.
 	Controller Kind
 	KCMPath    string
+	KCMADCPath string
 	ADCPath    string
 	// ADCFlags are extra flags for `adc controller`, e.g. --node-status-max-delay=1s.
 	ADCFlags []string

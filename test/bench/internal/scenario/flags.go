@@ -11,6 +11,7 @@ import (
 func (c *Config) AddFlags(fs *flag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&c.ADCPath, "adc", "bin/adc", "the adc binary (make build)")
 	fs.StringVar(&c.KCMPath, "kcm", "", "the kube-controller-manager binary (make kcm-assets)")
+	fs.StringVar(&c.KCMADCPath, "kcm-adc", "bin/kcm-adc/kube-controller-manager-adc", "kube-controller-manager with adc inside (make kcm-adc), for the controller kcm-adc")
 	fs.DurationVar(&c.Timeout, "timeout", timeout, "give up on a phase after")
 	fs.IntVar(&c.AttacherWorkers, "attacher-workers", 16, "simulated external-attacher workers")
 	fs.IntVar(&c.SeedWorkers, "seed-workers", 64, "creates sent at once while seeding")

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/migration-aware/adc/pkg/adc"
 )
 
 // process is the controller under test running as a process of its own.
@@ -40,14 +42,18 @@ type process struct {
 func controllerCommand(c Config, kubeconfig, secureAddr string) (string, []string, error) {
 	qps, burst := strconv.FormatFloat(c.QPS, 'f', -1, 64), strconv.Itoa(c.Burst)
 	switch c.Controller {
-	case KCM:
-		if c.KCMPath == "" {
-			return "", nil, errors.New("no kube-controller-manager binary: run `make kcm-assets` and pass its path")
+	case KCM, KCMADC:
+		bin, controller := c.KCMPath, "persistentvolume-attach-detach-controller"
+		if c.Controller == KCMADC {
+			bin, controller = c.KCMADCPath, adc.ControllerManagerName
+		}
+		if bin == "" {
+			return "", nil, fmt.Errorf("no binary for controller %s: run `make kcm-assets` (kcm) or `make kcm-adc` (kcm-adc) and pass its path", c.Controller)
 		}
 		// Its FlexVolume prober creates --flex-volume-plugin-dir (default under /usr/libexec):
 		// keep it next to the kubeconfig, in the run's own folder, not on the host.
-		return c.KCMPath, []string{"--kubeconfig", kubeconfig,
-			"--controllers", "persistentvolume-attach-detach-controller", "--leader-elect=false", "--secure-port=0",
+		return bin, []string{"--kubeconfig", kubeconfig,
+			"--controllers", controller, "--leader-elect=false", "--secure-port=0",
 			"--flex-volume-plugin-dir", filepath.Join(filepath.Dir(kubeconfig), "flexvolume"),
 			"--kube-api-qps", qps, "--kube-api-burst", burst, "-v", "0"}, nil
 	case ADC:
