@@ -206,14 +206,18 @@ bench-e2e-upstream: envtest-assets kcm-assets
 # attacher): one line per measure with both figures, adc/kcm, each one's efficiency (ideal
 # time at the calibrated rate / measured) and the goals of issues #13 and #28, then a summary
 # table (about 25 minutes on 2 cores). BENCH_SCENARIOS=NODESxPODS@QPS/BURST,...
+# BENCH_CONTROLLERS=kcm,kcm-adc puts kube-controller-manager with adc inside (make kcm-adc)
+# in adc's place.
 BENCH_SCENARIOS ?= 100x20@1000/2000,1000x10@1000/2000,100x20@20/30
-bench-compare: envtest-assets kcm-assets build
-	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -rounds $(BENCH_ROUNDS) -scenarios "$(BENCH_SCENARIOS)"
+BENCH_CONTROLLERS ?= kcm,adc
+BENCH_KCM_ADC = $(if $(findstring kcm-adc,$(BENCH_CONTROLLERS)),kcm-adc)
+bench-compare: envtest-assets kcm-assets build $(BENCH_KCM_ADC)
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -controllers "$(BENCH_CONTROLLERS)" -rounds $(BENCH_ROUNDS) -scenarios "$(BENCH_SCENARIOS)"
 
 # 5000 nodes x 10 pods = 50,000 volumes for both (BENCH_NODES=1000 BENCH_PODS=10 for a quick
 # one). Seeding the first time takes minutes; later runs reuse BENCH_SEED_CACHE.
-bench-scale: envtest-assets kcm-assets build
-	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -rounds $(BENCH_ROUNDS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
+bench-scale: envtest-assets kcm-assets build $(BENCH_KCM_ADC)
+	$(GO) run ./test/bench/compare $(BENCH_FLAGS) -controllers "$(BENCH_CONTROLLERS)" -rounds $(BENCH_ROUNDS) -timeout 60m -scenarios "$(or $(BENCH_NODES),5000)x$(or $(BENCH_PODS),10)@1000/2000"
 
 # Restart at scale: two adc replicas converge BENCH_NODES x BENCH_PODS (default 5000 x 10), the
 # leader is SIGKILLed and the standby takes over; then kube-controller-manager 1.36.3 starts
