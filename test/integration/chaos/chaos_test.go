@@ -143,11 +143,14 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("the checker missed changes, its verdict is void: %v", err)
 	}
 
+	violations := reportViolations(t, checker, feed)
+	explain(t, violations, reps)
+	if settleErr != nil {
+		dumpLeaderStacks(t, reps)
+	}
 	if dir := os.Getenv("CHAOS_LOG_DIR"); dir != "" {
 		reps.SaveLogs(t, dir)
 	}
-	violations := reportViolations(t, checker, feed)
-	explain(t, violations, reps)
 	t.Logf("chaos run took %s (seed %d)", time.Since(began).Round(time.Millisecond), seed)
 }
 

@@ -540,3 +540,43 @@ func TestCheckerConvergenceInlinePVLessInTree(t *testing.T) {
 		})
 	}
 }
+
+// A convergence problem names what `adc explain` explains when a run does not converge.
+func TestStuckTarget(t *testing.T) {
+	for _, tc := range []struct{ message, kind, name string }{
+		{"pod chaos/p-001-3 on n-02: VA csi-1 of v-001 not attached", "pod", "chaos/p-001-3"},
+		{"VA csi-2 (v-014 on n-10) left with no pod using it on the node (deleting=false)", "pv", "v-014"},
+		{"VA csi-3 (v-014 (deleted) on n-10) left with no pod using it on the node (deleting=false)", "", ""},
+		{"VA csi-4 (inline:h-1 on n-10) left with no pod using it on the node (deleting=false)", "", ""},
+		{"VA csi-5 (v-001) left on deleted node n-05", "", ""},
+	} {
+		if kind, name := stuckTarget(tc.message); kind != tc.kind || name != tc.name {
+			t.Errorf("stuckTarget(%q) = %q %q, want %q %q", tc.message, kind, name, tc.kind, tc.name)
+		}
+	}
+}
+
+// Of a leader's goroutine dump, only adc's goroutines that are not parked in a queue's Get
+// are worth reading when a run does not converge.
+func TestBusyGoroutines(t *testing.T) {
+	dump := `goroutine 1 [running]:
+main.main()
+
+goroutine 7 [sync.Cond.Wait]:
+sync.runtime_notifyListWait(0xc0001, 0x2)
+sync.(*Cond).Wait(0xc0002)
+k8s.io/client-go/util/workqueue.(*Typed[...]).Get(0xc0003)
+github.com/migration-aware/adc/pkg/adc.(*Controller).processNextNode(0xc0004, {0x1, 0x2})
+
+goroutine 9 [sync.Mutex.Lock]:
+sync.(*Mutex).Lock(...)
+github.com/migration-aware/adc/pkg/adc/internal/nodestatus.(*Locks).Lock(...)
+github.com/migration-aware/adc/pkg/adc.(*Controller).syncNode(0xc0005, {0x1, 0x2}, {0xc0006, 0x4})
+
+goroutine 11 [select]:
+k8s.io/client-go/tools/cache.(*processorListener).run.func1()`
+	busy := busyGoroutines(dump)
+	if len(busy) != 1 || !strings.HasPrefix(busy[0], "goroutine 9 ") {
+		t.Errorf("busyGoroutines = %q, want goroutine 9 only", busy)
+	}
+}

@@ -115,10 +115,13 @@ func (r *replicas) leader(ctx context.Context) (*process, error) {
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 		return nil, nil
 	}
+	// The holder logged `identity="<it>"` when it became the leader; a standby names it too,
+	// as `leader="<it>"`, so the bare identity would find a standby as often as the leader.
+	mark := `identity="` + *l.Spec.HolderIdentity + `"`
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range r.live {
-		if strings.Contains(p.out.String(), *l.Spec.HolderIdentity) {
+		if strings.Contains(p.out.String(), mark) {
 			return p, nil
 		}
 	}

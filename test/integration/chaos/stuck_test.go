@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,13 +62,71 @@ func explainStuck(t *testing.T, cp *framework.ControlPlane, reps *replicas, prob
 	}
 	seen := map[string]bool{}
 	for _, p := range problems {
-		// "pod NAMESPACE/NAME on NODE: ..."
-		f := strings.Fields(p.Message)
-		if len(f) < 2 || f[0] != "pod" || seen[f[1]] || len(seen) == 3 {
+		kind, name := stuckTarget(p.Message)
+		if kind == "" || seen[kind+" "+name] || len(seen) == 3 {
 			continue
 		}
-		seen[f[1]] = true
-		out, err := exec.CommandContext(ctx, adcBinary, append(args, "pod", f[1])...).CombinedOutput()
-		t.Logf("adc explain pod %s (err %v):\n%s", f[1], err, out)
+		seen[kind+" "+name] = true
+		out, err := exec.CommandContext(ctx, adcBinary, append(args, kind, name)...).CombinedOutput()
+		t.Logf("adc explain %s %s (err %v):\n%s", kind, name, err, out)
 	}
+}
+
+// stuckTarget is what `adc explain` explains for a convergence problem: the pod of "pod
+// NAMESPACE/NAME on NODE: ...", the PersistentVolume of "VA NAME (PV on NODE) left ..." (a
+// VolumeAttachment no pod uses, whose PersistentVolume exists); "" for anything else.
+func stuckTarget(message string) (kind, name string) {
+	f := strings.Fields(message)
+	switch {
+	case len(f) >= 2 && f[0] == "pod":
+		return "pod", f[1]
+	case len(f) >= 4 && f[0] == "VA" && f[3] == "on":
+		pv := strings.TrimPrefix(f[2], "(")
+		if pv != "" && !strings.HasPrefix(pv, "<") && !strings.HasPrefix(pv, "inline:") {
+			return "pv", pv
+		}
+	}
+	return "", ""
+}
+
+// dumpLeaderStacks makes the leading replica print its goroutines (SIGQUIT: the Go runtime
+// dumps every stack and exits) and logs those that run adc's code and are not idle waiting
+// for work, so that a run that does not converge shows a worker stuck on a call or a lock.
+// The leader is gone afterwards; call it last.
+func dumpLeaderStacks(t *testing.T, reps *replicas) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := reps.leader(ctx)
+	if err != nil || p == nil {
+		t.Logf("no leader to dump the goroutines of (%v)", err)
+		return
+	}
+	before := len(p.out.String())
+	if err := p.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		t.Logf("asking replica %d/%d for its goroutines: %v", p.slot, p.gen, err)
+		return
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		t.Logf("replica %d/%d did not exit after SIGQUIT", p.slot, p.gen)
+	}
+	busy := busyGoroutines(p.out.String()[before:])
+	t.Logf("replica %d/%d (the leader): %d goroutines in adc's code not waiting for work:\n%s", p.slot, p.gen, len(busy), strings.Join(busy, "\n\n"))
+}
+
+// busyGoroutines picks from a Go stack dump the goroutines with a frame of adc's packages,
+// leaving out workers parked in their queue's Get and informer plumbing.
+func busyGoroutines(dump string) []string {
+	var out []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if !strings.HasPrefix(g, "goroutine ") || !strings.Contains(g, "migration-aware/adc/pkg/") {
+			continue
+		}
+		if strings.Contains(g, "workqueue.(*Typed[...]).Get(") || strings.Contains(g, ").Get(...)") && strings.Contains(g, "workqueue") {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }
