@@ -179,6 +179,52 @@ func TestPVLessVolumeLeavesStatusBeforeDelete(t *testing.T) {
 	t.Fatalf("the VolumeAttachment of the deleted PersistentVolume was never detached; status writes %v", f.status.writes)
 }
 
+// A VolumeAttachment no pod uses, whose PersistentVolume went away after node status stopped
+// listing it, cannot be named while another volume of its driver is in use on the node, so
+// it is kept (adc does not detach what it cannot rule out); once the PersistentVolume is back
+// the next reconcile of the node detaches it.
+func TestPVLessVolumeDetachedOnceItsPVIsBack(t *testing.T) {
+	f := newFixture(t, Options{})
+	h1, h2 := "kubernetes.io/csi/d^h1", "kubernetes.io/csi/d^h2"
+	f.node("n1", func(n *v1.Node) {
+		n.Status.VolumesAttached = []v1.AttachedVolume{{Name: v1.UniqueVolumeName(h1)}, {Name: v1.UniqueVolumeName(h2)}}
+		n.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(h2)}
+	})
+	f.volume("v2", "h2", v1.ReadWriteOnce)
+	f.pod("p2", "n1", "v2")
+	gone := f.va("h1", "v1", "n1", "uid-1", "10", true)
+	kept := f.va("h2", "v2", "n1", "uid-2", "11", true)
+	f.api(gone, kept)
+	f.store(f.vas, gone, kept)
+	f.c.vaHandler().OnAdd(gone, false)
+	f.c.vaHandler().OnAdd(kept, false)
+
+	for i := 0; i < 3 && len(f.att.deleted()) == 0; i++ {
+		f.syncNode("n1")
+		f.syncStatus("n1")
+		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.store(f.nodes, apiNode)
+	}
+	t.Logf("while the PersistentVolume is gone: deleted %v", f.att.deleted())
+
+	f.volume("v1", "h1", v1.ReadWriteOnce)
+	for i := 0; i < 3 && len(f.att.deleted()) == 0; i++ {
+		f.syncNode("n1") // a heartbeat, or anything else on the node
+		f.syncStatus("n1")
+		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.store(f.nodes, apiNode)
+	}
+	if got := f.att.deleted(); len(got) != 1 || got[0] != gone.Name {
+		t.Fatalf("deleted %v, want only %s", got, gone.Name)
+	}
+}
+
 // Defect 6: the Event memory is bounded by live pods and nodes: a deleted pod's entries go
 // with it.
 // Before the fix: "1 Event memory entries left after the pod was deleted".
