@@ -194,6 +194,48 @@ func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
 	return r.fresh, r.freshErr
 }
 
+// confirmForced tells whether a forced detach the run decided may still be sent, and if not
+// takes the volume back: it stays attached and goes back into the node's status.
+func (r *nodeRun) confirmForced(ctx context.Context, a *actual.Attachment) bool {
+	ok, why, err := r.stillForced(ctx, a)
+	if err != nil {
+		// Unconfirmed is not confirmed: the reconcile is retried.
+		r.errs = append(r.errs, err)
+	}
+	if !ok {
+		r.c.mem.CancelDetach(r.node.Name, a.UniqueName)
+		klog.FromContext(ctx).Info("Not force-detaching volume after all: the node as the API server has it now does not allow it", "uniqueName", a.UniqueName, "reason", why)
+	}
+	return ok
+}
+
+// stillForced reads the node again right before a forced detach of a volume its kubelet
+// reported in use is sent. The reconcile decided it on the read taken before all its other
+// decisions; a node that came back since (Ready again, its out-of-service taint gone) still
+// has the volume mounted, and detaching it then is what the forced-detach rules exist to
+// avoid. The chaos test caught that window: a leader that had just taken over force-detached
+// the volumes of a node whose kubelet came back 9 ms before the deletes. What is left is the
+// time between this read and the delete; Kubernetes has no precondition across objects.
+func (r *nodeRun) stillForced(ctx context.Context, a *actual.Attachment) (bool, string, error) {
+	// Under the status lock, as every fresh read: no status write of the node is in flight.
+	unlock := r.c.nodeStatus.Locks().Lock(r.node.Name)
+	node, err := r.c.readNode(ctx, r.node.Name)
+	unlock()
+	switch {
+	case err != nil:
+		return false, "confirming the forced detach failed: " + err.Error(), err
+	case node == nil:
+		return false, "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion", nil
+	}
+	if inUse, _ := a.InUseOn(node); !inUse {
+		return true, "", nil
+	}
+	if v := r.c.ruleOfAttachment(a).Verdict(node, r.c.opts.Clock.Now()); !v.Force {
+		return false, "the kubelet reports the volume in use and the node no longer shows the evidence that forced its detach (" + v.Reason + ")", nil
+	}
+	return true, "", nil
+}
+
 // readNode is one quorum read of a Node, counted for the detach-safety metric.
 func (c *Controller) readNode(ctx context.Context, name string) (*v1.Node, error) {
 	node, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

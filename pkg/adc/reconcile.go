@@ -135,6 +135,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.unlockStatus()
 	}
 	for _, j := range r.detaches {
+		if j.forced != "" && !r.confirmForced(ctx, j.a) {
+			continue
+		}
 		if r.detach(ctx, j.a, j.forced) && !j.notReadySince.IsZero() && c.opts.Observer != nil {
 			c.opts.Observer.DetachAfterNotReady(string(j.evidence), now.Sub(j.notReadySince))
 		}

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
@@ -406,5 +408,55 @@ func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
 	f.syncNode("n1")
 	if other := f.c.mem.Reserve("n2", memory.InTreeKey(unique), unique); other != "n1" {
 		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
+	}
+}
+
+// Found by the chaos test: a forced detach (the node not Ready for longer than
+// MaxWaitForUnmount, the kubelet still reporting the volume in use) was decided on the
+// reconcile's read of the node, and the node came back before the delete was sent. The
+// delete must not go: the kubelet that is back still has the volume mounted.
+// Before the fix: "deleted [csi-...] although the node was Ready again".
+func TestForcedDetachReconfirmedBeforeTheDelete(t *testing.T) {
+	f := newFixture(t, Options{MaxWaitForUnmount: time.Minute})
+	unique := "kubernetes.io/csi/d^h1"
+	lost := f.node("n1", func(n *v1.Node) {
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown,
+			LastTransitionTime: metav1.NewTime(f.clk.Now().Add(-2 * time.Minute))}}
+		n.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(unique)}
+	})
+	f.volume("v1", "h1", v1.ReadWriteOnce)
+	va := f.va("h1", "v1", "n1", "uid-1", "10", true)
+	f.api(va)
+	f.store(f.vas, va)
+	f.c.vaHandler().OnAdd(va, false)
+
+	// The kubelet comes back after the reconcile's read: every later read shows it Ready.
+	back := lost.DeepCopy()
+	back.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(f.clk.Now())}}
+	reads := 0
+	f.client.PrependReactor("get", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if reads++; reads > 1 {
+			return true, back.DeepCopy(), nil
+		}
+		return false, nil, nil
+	})
+	f.syncNode("n1")
+	if got := f.att.deleted(); len(got) != 0 {
+		t.Fatalf("deleted %v although the node was Ready again", got)
+	}
+	if reads != 2 {
+		t.Fatalf("the node was read %d times, want the reconcile's read and one before the delete", reads)
+	}
+	detaching, _ := f.c.mem.StatusInputs("n1")
+	if detaching[unique] {
+		t.Errorf("%s is still marked detaching: node status would keep it unlisted while it stays attached", unique)
+	}
+
+	// Still not Ready at the second read: the forced detach goes.
+	reads = 0
+	back = lost.DeepCopy()
+	f.syncNode("n1")
+	if got := f.att.deleted(); len(got) != 1 || got[0] != va.Name {
+		t.Fatalf("deleted %v, want %s once the node stays lost", got, va.Name)
 	}
 }
