@@ -187,6 +187,21 @@ func (f *fixture) syncNode(name string) {
 	f.checkMemory("creates of " + name)
 }
 
+// settleNode runs up to rounds of the node's reconcile and status sync, the Node informer
+// catching up with the API server after each, until a VolumeAttachment is deleted.
+func (f *fixture) settleNode(name string, rounds int) {
+	f.t.Helper()
+	for i := 0; i < rounds && len(f.att.deleted()) == 0; i++ {
+		f.syncNode(name)
+		f.syncStatus(name)
+		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		f.store(f.nodes, apiNode)
+	}
+}
+
 // checkMemory fails the test if an invariant of the controller's memory broke at step.
 func (f *fixture) checkMemory(step string) {
 	f.t.Helper()

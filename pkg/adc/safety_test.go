@@ -201,27 +201,11 @@ func TestPVLessVolumeDetachedOnceItsPVIsBack(t *testing.T) {
 	f.c.vaHandler().OnAdd(gone, false)
 	f.c.vaHandler().OnAdd(kept, false)
 
-	for i := 0; i < 3 && len(f.att.deleted()) == 0; i++ {
-		f.syncNode("n1")
-		f.syncStatus("n1")
-		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.store(f.nodes, apiNode)
-	}
+	f.settleNode("n1", 3)
 	t.Logf("while the PersistentVolume is gone: deleted %v", f.att.deleted())
 
 	f.volume("v1", "h1", v1.ReadWriteOnce)
-	for i := 0; i < 3 && len(f.att.deleted()) == 0; i++ {
-		f.syncNode("n1") // a heartbeat, or anything else on the node
-		f.syncStatus("n1")
-		apiNode, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.store(f.nodes, apiNode)
-	}
+	f.settleNode("n1", 3) // a heartbeat, or anything else on the node
 	if got := f.att.deleted(); len(got) != 1 || got[0] != gone.Name {
 		t.Fatalf("deleted %v, want only %s", got, gone.Name)
 	}
