@@ -202,7 +202,9 @@ func TestPVLessVolumeDetachedOnceItsPVIsBack(t *testing.T) {
 	f.c.vaHandler().OnAdd(kept, false)
 
 	f.settleNode("n1", 3)
-	t.Logf("while the PersistentVolume is gone: deleted %v", f.att.deleted())
+	if got := f.att.deleted(); len(got) != 0 {
+		t.Fatalf("deleted %v while the PersistentVolume was gone and a volume of its driver was in use", got)
+	}
 
 	f.volume("v1", "h1", v1.ReadWriteOnce)
 	f.settleNode("n1", 3) // a heartbeat, or anything else on the node
