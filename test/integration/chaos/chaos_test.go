@@ -34,6 +34,9 @@ const (
 	// minutes pass without an error: a watcher can be a minute late with nothing wrong.
 	// A leaked attachment never converges; the time it took is logged either way.
 	settleTimeout = 2 * time.Minute
+	// catchUpTimeout bounds the last etcd catch-up tried when none succeeded within
+	// settleTimeout: without one, convergence cannot be judged and the run fails.
+	catchUpTimeout = time.Minute
 )
 
 // TestChaos runs adc (the binary, two replicas with leader election) against simulated
@@ -127,15 +130,31 @@ func TestChaos(t *testing.T) {
 	converged := time.Now()
 	var problems []Violation
 	var catchUpErr error
+	judged := false // whether any convergence check ran on a checker caught up with etcd
 	settleErr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, settleTimeout, true, func(ctx context.Context) (bool, error) {
 		// A slow etcd read (a loaded machine) is no verdict: try again until the deadline.
 		if _, err := feed.CatchUp(ctx, 10*time.Second); err != nil {
 			catchUpErr = err
 			return false, nil
 		}
+		judged = true
 		problems = checker.Convergence()
 		return len(problems) == 0, nil
 	})
+	if !judged {
+		// The checker never caught up with etcd: no convergence check ran, so problems is
+		// empty for want of a verdict, not because adc converged. One more, longer try; a run
+		// whose convergence is never judged fails.
+		if _, err := feed.CatchUp(ctx, catchUpTimeout); err != nil {
+			t.Errorf("convergence not judged: the checker did not catch up with etcd within %s of the last fault (last error: %v; a final %s try: %v)",
+				settleTimeout, catchUpErr, catchUpTimeout, err)
+		} else {
+			problems = checker.Convergence()
+			if len(problems) == 0 {
+				settleErr = nil
+			}
+		}
+	}
 	pods, vas := checker.Size()
 	checker.RecordConvergence(pods+vas, problems)
 	if settleErr != nil {
