@@ -8,9 +8,9 @@ package nodestatus
 
 import (
 	"context"
-	"hash/fnv"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -73,10 +73,58 @@ func (u *Updater) Locks() *Locks { return &u.locks }
 // batches several volumes into one patch; otherwise a volume waits one round trip. An
 // addition waits for the node's pending attaches only under load (the client budget spent,
 // or a burst of attaches under way), or always with MaxDelay set: see delay.
+//
+// The node's lock (Locks) covers the write only: the computation of the list from adc's
+// caches and memory, and the patch. The API reads that prove removals (confirmRemovals) come
+// first, without it, so a slow or throttled read holds up no detach decision of the node;
+// the list is then computed again under the lock, where it sees every detach decision made
+// meanwhile, and uses the proofs read. A removal that appeared in between, with no proof
+// read, is kept listed this time and the node is looked at again (retryAfter), so the lock
+// is never held across a read.
 func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Duration, err error) {
+	proofs, err := u.proveRemovals(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	defer u.locks.Lock(name)()
+	return u.write(ctx, name, proofs)
+}
+
+// proveRemovals reads from the API server, without the node's lock, whether each removal
+// the node's status list needs now and memory cannot prove is still attached (see
+// confirmRemovals): by unique name, true when it is. A node the lister does not have, or
+// does not manage, has none: write handles it.
+func (u *Updater) proveRemovals(ctx context.Context, name string) (map[v1.UniqueVolumeName]bool, error) {
+	node, err := u.opts.Nodes.Get(name)
+	if err != nil || !migration.IsManagedNode(node) {
+		return nil, nil
+	}
+	mem := u.opts.Memory
+	atts := actual.Read(mem, u.opts.PVs, node)
+	have := mem.VolumesAttachedNow(node)
+	want, _ := u.volumesAttachedFor(node, have, atts)
+	unsure := mem.UnprovenRemovals(name, volumeattach.VolumeSet(want), have)
+	if len(unsure) == 0 {
+		return nil, nil
+	}
+	attached := make(map[v1.UniqueVolumeName]bool, len(unsure))
+	for _, v := range unsure {
+		if attached[v.Name], err = volumeattach.AttachedInAPI(ctx, u.opts.Client, name, string(v.Name)); err != nil {
+			return nil, err
+		}
+	}
+	return attached, nil
+}
+
+// reverifyAfter is when a node whose status list kept a removal that had no proof read (it
+// appeared while the proofs were read) is looked at again.
+const reverifyAfter = 10 * time.Millisecond
+
+// write computes the node's status list and patches it, under the node's lock, with the
+// proofs proveRemovals read (attached, by unique name). It makes no API call but the patch.
+func (u *Updater) write(ctx context.Context, name string, attached map[v1.UniqueVolumeName]bool) (retryAfter time.Duration, err error) {
 	logger := klog.FromContext(ctx)
 	mem := u.opts.Memory
-	defer u.locks.Lock(name)()
 	now := u.opts.Clock.Now()
 	node, err := u.opts.Nodes.Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && !migration.IsManagedNode(node)) {
@@ -89,12 +137,13 @@ func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Durati
 	atts := actual.Read(mem, u.opts.PVs, node)
 	have := mem.VolumesAttachedNow(node)
 	want, pending := u.volumesAttachedFor(node, have, atts)
-	if want, err = u.confirmRemovals(ctx, node.Name, want, have); err != nil {
-		return 0, err
+	want, unread := u.confirmRemovals(ctx, node.Name, want, have, attached)
+	if unread {
+		retryAfter = reverifyAfter
 	}
 	if volumeattach.SameVolumes(want, have) {
 		mem.ClearUnlisted(name)
-		return 0, nil
+		return retryAfter, nil
 	}
 	if delay, recheck := u.delay(); delay > 0 && pending > 0 && volumeattach.OnlyAdds(want, have) {
 		since := mem.UnlistedSince(name, now)
@@ -118,7 +167,7 @@ func (u *Updater) Sync(ctx context.Context, name string) (retryAfter time.Durati
 		u.opts.Wake(name)
 	}
 	logger.V(4).Info("Updated node status.volumesAttached", "volumes", len(want), "previously", len(have))
-	return 0, nil
+	return retryAfter, nil
 }
 
 // OnlyListsMore reports whether a Node update changed nothing but its resourceVersion,
@@ -203,50 +252,117 @@ func (u *Updater) volumesAttachedFor(node *v1.Node, have []v1.AttachedVolume, at
 // nothing proves detached. A removal is proven by adc's own decisions (a volume being
 // detached, marked after a fresh read of the node; an in-tree attachment adc detached or its
 // attacher reported detached) or, for a CSI volume, by the API server: its VolumeAttachment,
-// read fresh, is gone or not attached. A VolumeAttachment missing from adc's cache is not
-// proof: the cache may lag (a watch gap, a relist, a slow handler).
-func (u *Updater) confirmRemovals(ctx context.Context, node string, want, have []v1.AttachedVolume) ([]v1.AttachedVolume, error) {
+// read fresh (proveRemovals, into attached), is gone or not attached. A VolumeAttachment
+// missing from adc's cache is not proof: the cache may lag (a watch gap, a relist, a slow
+// handler). A removal with no read in attached is kept too (unread), to be read next time.
+//
+// A proof read before the node's lock was taken is as good as one read under it. What the
+// lock guards against is a write listing a volume that a detach decision saw unlisted, and
+// the detaching marks, read here under the lock, leave every such volume out. Dropping a
+// volume is not it; and a proof was always older than the patch it allows (the patch may
+// wait for the client budget), whether or not the lock was held in between.
+func (u *Updater) confirmRemovals(ctx context.Context, node string, want, have []v1.AttachedVolume, attached map[v1.UniqueVolumeName]bool) (_ []v1.AttachedVolume, unread bool) {
 	unsure := u.opts.Memory.UnprovenRemovals(node, volumeattach.VolumeSet(want), have)
 	if len(unsure) == 0 {
-		return want, nil
+		return want, false
 	}
 	logger := klog.FromContext(ctx)
 	for _, v := range unsure {
-		attached, err := volumeattach.AttachedInAPI(ctx, u.opts.Client, node, string(v.Name))
-		if err != nil {
-			return nil, err
-		}
-		if attached {
+		isAttached, read := attached[v.Name]
+		switch {
+		case !read:
+			logger.V(4).Info("Keeping volume in node status until the API server is read: its removal came up while the others were read", "uniqueName", v.Name)
+			unread = true
+		case isAttached:
 			logger.V(2).Info("Keeping volume in node status: adc's cache does not show its attachment but the API server does", "uniqueName", v.Name)
-			want = append(want, v)
+		default:
+			continue
 		}
+		want = append(want, v)
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].Name < want[j].Name })
-	return want, nil
+	return want, unread
 }
-
-// lockStripes is how many locks the nodes' status locks are spread over.
-const lockStripes = 1024
 
 // Locks serialize, per node, status writes and a reconcile's detach decisions: a status write
-// (compute and patch) and a run's detach decisions (fresh read, then marking volumes
-// detaching) never overlap for one node. Nodes share stripes, so memory does not grow with
-// the cluster; a detach decision is two API calls, rare next to writes.
+// (computing the list and patching it) and a run's detach decisions (fresh read, then marking
+// volumes detaching) never overlap for one node, so a volume a fresh read shows unlisted is
+// not listed again by a write in flight before its VolumeAttachment goes. Each node has its
+// own lock: a node whose write or fresh read is slow (a throttled client) holds up no other
+// node. A node's lock exists only while it is held or waited for, so memory is bounded by the
+// workers, not the cluster. The zero value is ready to use.
 type Locks struct {
-	stripes [lockStripes]sync.Mutex
+	mu    sync.Mutex
+	nodes map[string]*nodeLock
 }
 
-// Lock locks the node's stripe and returns the unlock.
+// nodeLock is one node's lock; users counts the goroutines holding it or waiting for it.
+type nodeLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// Lock locks the node's lock and returns the unlock, which must be called once.
 func (l *Locks) Lock(node string) (unlock func()) {
-	mu := l.Stripe(node)
-	mu.Lock()
-	return mu.Unlock
+	l.mu.Lock()
+	if l.nodes == nil {
+		l.nodes = map[string]*nodeLock{}
+	}
+	nl := l.nodes[node]
+	if nl == nil {
+		nl = &nodeLock{}
+		l.nodes[node] = nl
+	}
+	nl.users++
+	l.mu.Unlock()
+
+	nl.mu.Lock()
+	var unlocked atomic.Bool
+	return func() {
+		if !unlocked.CompareAndSwap(false, true) {
+			panic("nodestatus: unlock of node " + node + "'s status lock called twice")
+		}
+		nl.mu.Unlock()
+		l.mu.Lock()
+		if nl.users--; nl.users == 0 {
+			delete(l.nodes, node)
+		}
+		l.mu.Unlock()
+	}
 }
 
-// Stripe is the lock the node's status writes and detach decisions take; two nodes on the
-// same stripe wait for each other (the interleaving explorer models that).
+// Held reports whether the node's lock is held now.
+func (l *Locks) Held(node string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	nl := l.nodes[node]
+	if nl == nil || nl.mu.TryLock() {
+		if nl != nil {
+			nl.mu.Unlock()
+		}
+		return false
+	}
+	return true
+}
+
+// Stripe returns the node's lock while it is held or waited for, else a new unlocked mutex:
+// the same mutex for as long as a holder has it, so TryLock on it tells whether it is held
+// and two nodes' are never the same one.
+//
+// Deprecated: for pkg/adc's interleaving harness, from when nodes shared lock stripes; use
+// Held (and compare node names). Never Lock what it returns: that bypasses the lock.
 func (l *Locks) Stripe(node string) *sync.Mutex {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(node))
-	return &l.stripes[h.Sum32()%lockStripes]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if nl := l.nodes[node]; nl != nil {
+		return &nl.mu
+	}
+	return new(sync.Mutex)
+}
+
+// users reports how many nodes have a lock now (held or waited for).
+func (l *Locks) users() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.nodes)
 }
