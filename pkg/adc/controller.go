@@ -189,8 +189,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.nodes = nodeInf.Lister()
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
-	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
+	c.mem = memory.New(memory.Options{Store: stores{c}, Volumes: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,

@@ -194,8 +194,9 @@ func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
 	return r.fresh, r.freshErr
 }
 
-// confirmForced tells whether a forced detach the run decided may still be sent, and if not
-// takes the volume back: it stays attached and goes back into the node's status.
+// confirmForced tells whether a forced detach, or a detach of a volume evidence freed from
+// the node's pods, that the run decided may still be sent, and if not takes the volume
+// back: it stays attached and goes back into the node's status.
 func (r *nodeRun) confirmForced(ctx context.Context, a *actual.Attachment) bool {
 	ok, why, err := r.stillForced(ctx, a)
 	if err != nil {
@@ -227,10 +228,16 @@ func (r *nodeRun) stillForced(ctx context.Context, a *actual.Attachment) (bool, 
 	case node == nil:
 		return false, "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion", nil
 	}
+	v := r.c.ruleOfAttachment(a).Verdict(node, r.c.opts.Clock.Now())
+	if a.Released != nil && !v.ReleasesPods {
+		// Pods on the node still use the volume: only evidence that frees it from them (a
+		// fencing taint, a cloud shutdown) let the detach go, and the node no longer shows it.
+		return false, "pods on the node still use the volume and the node no longer shows the evidence that freed it from them (" + v.Reason + ")", nil
+	}
 	if inUse, _ := a.InUseOn(node); !inUse {
 		return true, "", nil
 	}
-	if v := r.c.ruleOfAttachment(a).Verdict(node, r.c.opts.Clock.Now()); !v.Force {
+	if !v.Force {
 		return false, "the kubelet reports the volume in use and the node no longer shows the evidence that forced its detach (" + v.Reason + ")", nil
 	}
 	return true, "", nil

@@ -41,25 +41,65 @@ func (c *Controller) policiesChanged() {
 	c.enqueueAllNodes()
 }
 
-// ruleOfAttachment returns the rule of an attached volume, found by its PersistentVolume's
-// class (from the informer cache), its driver and its plugin.
+// ruleOfAttachment returns the rule of an attached volume, by what the pod side selects it
+// by, so both sides always ask one rule: the pod that released it in this reconcile, else
+// what a pod said while the volume was attached (memory), else the attachment's own
+// PersistentVolume (class, driver, plugin) or in-tree plugin. When its StorageClass cannot be
+// known (its PersistentVolume is gone, an in-tree attachment learned from node status) it is
+// the rule that forces nothing if some policy selects by class.
 func (c *Controller) ruleOfAttachment(a *actual.Attachment) *migration.DetachRule {
-	plugin := ""
-	if a.InTree != nil {
-		plugin = a.InTree.Volume.Plugin
+	if a.Detach != nil {
+		return c.DetachRules().For(*a.Detach)
 	}
-	var pv *v1.PersistentVolume
-	if a.PVName != "" {
-		pv = c.lookups.PersistentVolume(a.PVName)
-	} else if a.InTree != nil {
-		pv = a.InTree.Volume.PV
+	if v, ok := c.mem.DetachVolume(a.Volume); ok {
+		return c.DetachRules().For(v)
 	}
-	return c.DetachRules().For(migration.DetachVolumeOf(pv, a.Driver, plugin))
+	v, classKnown := c.detachVolumeOfAttachment(a)
+	if !classKnown {
+		return c.DetachRules().ForUnknownClass(v)
+	}
+	return c.DetachRules().For(v)
+}
+
+// detachVolumeOfAttachment is what an attachment tells of itself that policies select by,
+// and whether that includes its StorageClass.
+func (c *Controller) detachVolumeOfAttachment(a *actual.Attachment) (migration.DetachVolume, bool) {
+	if it := a.InTree; it != nil {
+		driver := migration.InTreePluginDriver(it.Volume.Plugin)
+		switch {
+		case it.Volume.PV != nil:
+			return migration.DetachVolumeOf(it.Volume.PV, driver, it.Volume.Plugin), true
+		case it.Volume.Inline != nil:
+			return migration.DetachVolumeOf(nil, driver, it.Volume.Plugin), true
+		}
+		return migration.DetachVolumeOf(nil, driver, it.Volume.Plugin), false
+	}
+	if a.PVName == "" {
+		// An inline volume: it has no class.
+		return migration.DetachVolumeOf(nil, a.Driver, ""), true
+	}
+	pv := c.lookups.PersistentVolume(a.PVName)
+	return migration.DetachVolumeOf(pv, a.Driver, ""), pv != nil
 }
 
 // ruleOfPair returns the rule of a pod's volume.
 func (c *Controller) ruleOfPair(p *pair) *migration.DetachRule {
-	return c.DetachRules().For(migration.DetachVolumeOf(p.pv, p.d.Driver, p.d.InTreePlugin))
+	return c.DetachRules().For(detachVolumeOfPair(p))
+}
+
+// detachVolumeOfPair is what policies select a pod's volume by.
+func detachVolumeOfPair(p *pair) migration.DetachVolume {
+	return migration.DetachVolumeOf(p.pv, p.d.Driver, p.d.InTreePlugin)
+}
+
+// noteDetachVolume keeps, for an attachment that cannot tell what policies select it by
+// (an in-tree attachment learned from node status, a VolumeAttachment whose PersistentVolume
+// is not cached), what the pod using it says, for the detach side to ask the same rule later.
+func (c *Controller) noteDetachVolume(p *pair, a *actual.Attachment) {
+	if _, classKnown := c.detachVolumeOfAttachment(a); classKnown {
+		return
+	}
+	c.mem.NoteDetachVolume(a.Volume, detachVolumeOfPair(p))
 }
 
 // releasedByEvidence splits off the pairs whose volumes a policy's evidence frees from the

@@ -48,6 +48,9 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 	return c, clk
 }
 
+// testVolume is the volume the tests' VolumeAttachments of pv1 attach.
+const testVolume = "kubernetes.io/csi/d^h1"
+
 func testVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 	return &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), ResourceVersion: rv},
@@ -62,11 +65,11 @@ func testVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 	c, clk := expectationController(t)
 	va := testVA("csi-a", "n1", "pv1", "", "")
-	if other := c.mem.Reserve("n1", "pv:pv1", ""); other != "" {
+	if other := c.mem.Reserve("n1", memory.Volume{Name: testVolume}); other != "" {
 		t.Fatalf("a free volume is held by %q", other)
 	}
-	c.mem.ExpectCreate(va, clk.Now())
-	if other := c.mem.Reserve("n2", "pv:pv1", ""); other != "n1" {
+	c.mem.ExpectCreate(va, testVolume, clk.Now())
+	if other := c.mem.Reserve("n2", memory.Volume{Name: testVolume}); other != "n1" {
 		t.Fatalf("n2 found the volume held by %q, want n1", other)
 	}
 	c.mem.Created(testVA("csi-a", "n1", "pv1", "uid-1", "100"))
@@ -74,7 +77,7 @@ func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 
 	c.vas.Bookmark("99")
 	c.expectations.Check(ctx)
-	if _, ok := c.mem.Expectations()["csi-a"]; !ok || c.mem.Reserved("pv:pv1") != "n1" {
+	if _, ok := c.mem.Expectations()["csi-a"]; !ok || c.mem.Reserved(testVolume) != "n1" {
 		t.Fatalf("expectation or reservation ended before the store reached the create")
 	}
 
@@ -83,7 +86,7 @@ func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 	if _, ok := c.mem.Expectations()["csi-a"]; ok {
 		t.Errorf("expectation still pending after the store synced past it")
 	}
-	if holder := c.mem.Reserved("pv:pv1"); holder != "" {
+	if holder := c.mem.Reserved(testVolume); holder != "" {
 		t.Errorf("reservation still held by %q", holder)
 	}
 	woken := map[string]bool{}
@@ -148,14 +151,14 @@ func TestDeleteEventBeforeCallReturns(t *testing.T) {
 func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
 	c := newHandlerController(t)
 	va := newTestVA("csi-a", "n1", "pv1")
-	if other := c.mem.Reserve("n1", "pv:pv1", ""); other != "" {
+	if other := c.mem.Reserve("n1", memory.Volume{Name: testVolume}); other != "" {
 		t.Fatalf("a free volume is held by %q", other)
 	}
-	c.mem.ExpectCreate(va, time.Now())
+	c.mem.ExpectCreate(va, testVolume, time.Now())
 	c.mem.Created(va)
 	check := func(step, want string) {
 		t.Helper()
-		if other := c.mem.Reserve("n2", "pv:pv1", ""); other != want {
+		if other := c.mem.Reserve("n2", memory.Volume{Name: testVolume}); other != want {
 			t.Errorf("%s: reserving for n2 found %q, want %q", step, other, want)
 		}
 	}

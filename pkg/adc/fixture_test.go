@@ -177,11 +177,28 @@ func (f *fixture) va(handle, pv, node, uid, rv string, attached bool) *storagev1
 	}
 }
 
+// syncNode reconciles the node; a reconcile error fails the test (a negative assertion
+// after a failed reconcile would pass for nothing): a test that expects one calls
+// syncNodeAllowErr.
 func (f *fixture) syncNode(name string) {
+	f.t.Helper()
+	if _, err := f.c.syncNode(f.ctx, name); err != nil {
+		f.t.Fatalf("syncNode %s: %v", name, err)
+	}
+	f.afterSync(name)
+}
+
+// syncNodeAllowErr reconciles the node and logs a reconcile error.
+func (f *fixture) syncNodeAllowErr(name string) {
 	f.t.Helper()
 	if _, err := f.c.syncNode(f.ctx, name); err != nil {
 		f.t.Logf("syncNode %s: %v", name, err)
 	}
+	f.afterSync(name)
+}
+
+func (f *fixture) afterSync(name string) {
+	f.t.Helper()
 	f.checkMemory("syncNode " + name)
 	f.c.sendQueuedCreates(f.ctx)
 	f.checkMemory("creates of " + name)
@@ -213,7 +230,7 @@ func (f *fixture) checkMemory(step string) {
 func (f *fixture) syncStatus(name string) {
 	f.t.Helper()
 	if _, err := f.c.nodeStatus.Sync(f.ctx, name); err != nil {
-		f.t.Logf("node status sync %s: %v", name, err)
+		f.t.Fatalf("node status sync %s: %v", name, err)
 	}
 	f.checkMemory("node status sync " + name)
 }

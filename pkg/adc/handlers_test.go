@@ -210,7 +210,7 @@ func TestVAHandlerAddsOfItsOwnCreates(t *testing.T) {
 			if tc.expect {
 				sent := va.DeepCopy()
 				sent.UID = ""
-				c.mem.ExpectCreate(sent, time.Now())
+				c.mem.ExpectCreate(sent, testVolume, time.Now())
 				if tc.returned {
 					c.mem.Created(va.DeepCopy())
 				}

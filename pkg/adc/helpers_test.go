@@ -7,33 +7,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
-
-func TestVASourceKey(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		va   *storagev1.VolumeAttachment
-		want string
-	}{
-		{"persistent volume", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv1")}}}, "pv:pv1"},
-		{"inline spec", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}}}, "inline:d^h"},
-		{"no source", &storagev1.VolumeAttachment{}, ""},
-		{"inline without csi", &storagev1.VolumeAttachment{Spec: storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{}}}}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := memory.SourceKey(tc.va); got != tc.want {
-				t.Errorf("vaSourceKey = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
 
 // The built-in rule (no DetachPolicy) is today's behaviour, unchanged.
 func TestForceDetachBuiltInRule(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 func (c *Controller) startOp(kind OperationKind, va *storagev1.VolumeAttachment, p *pair, now time.Time) {
 	op := Operation{Kind: kind, Node: va.Spec.NodeName, Volume: va.Name, Plugin: CSIPluginLabel(va.Spec.Attacher), Mechanism: migration.MechanismCSI, Started: now}
 	if p != nil {
-		op.Volume = p.ids.CSIUnique
+		op.Volume = p.ids.Volume
 		if p.d.InTreePlugin != "" {
 			op.Plugin, op.Migrated = p.d.InTreePlugin, true
 		}

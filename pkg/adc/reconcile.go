@@ -31,6 +31,8 @@ type nodeRun struct {
 	retryAfter time.Duration
 	held       map[pairKey]bool
 	events     map[eventKey]bool
+	// waiting are the volumes (unique names) this run found on another node and waits for.
+	waiting map[string]bool
 	// fresh is the node as the API server had it when a detach of this run first needed it
 	// (freshNode); nil with freshRead set means the API server no longer has it.
 	fresh     *v1.Node
@@ -41,8 +43,8 @@ type nodeRun struct {
 	unlockStatus func()
 	// detaches are the detaches this run decided on, sent after the status lock is released.
 	detaches []detachJob
-	// attachedThisRun maps a VolumeAttachment name or unique name attached in this run to its
-	// attachment, so two pods sharing a volume on the node attach it once.
+	// attachedThisRun maps a volume (its unique name) attached in this run to its attachment,
+	// so two pods sharing a volume on the node, by one PersistentVolume or two, attach it once.
 	attachedThisRun map[string]*actual.Attachment
 }
 
@@ -75,7 +77,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	if !migration.IsManagedNode(node) {
 		logger.V(4).Info("Node is not managed by the attach/detach controller, leaving it alone", "annotation", ManagedAnnotation)
 		c.flips.Forget(name)
-		c.mem.ForgetNode(name)
+		c.mem.Unmanaged(node)
 		c.pairs.Set(name, nil, now)
 		return 0, nil
 	}
@@ -92,13 +94,15 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	idx := actual.NewIndex(atts)
 	for p, v := range released {
 		if a := idx.Find(p.ids); a != nil {
-			a.Released = &v
+			key := detachVolumeOfPair(p)
+			a.Released, a.Detach = &v, &key
 		}
 	}
 	toCreate := 0
 	for _, p := range pairs {
 		if p.att = idx.Find(p.ids); p.att != nil {
 			p.att.Matched = true
+			c.noteDetachVolume(p, p.att)
 		} else if p.d.Mechanism == migration.MechanismCSI {
 			toCreate++
 		}
@@ -110,6 +114,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		c: c, node: node, now: now,
 		held:            map[pairKey]bool{},
 		events:          map[eventKey]bool{},
+		waiting:         map[string]bool{},
 		attachedThisRun: map[string]*actual.Attachment{},
 	}
 	if verifyIn > 0 {
@@ -135,14 +140,14 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.unlockStatus()
 	}
 	for _, j := range r.detaches {
-		if j.forced != "" && !r.confirmForced(ctx, j.a) {
+		if (j.forced != "" || j.a.Released != nil) && !r.confirmForced(ctx, j.a) {
 			continue
 		}
 		if r.detach(ctx, j.a, j.forced) && !j.notReadySince.IsZero() && c.opts.Observer != nil {
 			c.opts.Observer.DetachAfterNotReady(string(j.evidence), now.Sub(j.notReadySince))
 		}
 	}
-	c.mem.ForgetUnrenewed(name, r.held, r.events)
+	c.mem.ForgetUnrenewed(name, r.held, r.waiting, r.events)
 	states := make([]PairState, len(r.states))
 	for i, st := range r.states {
 		states[i] = *st
@@ -179,12 +184,12 @@ func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
 		}
 		return
 	}
-	if a := r.attachedThisRun[p.ids.VA]; a != nil && p.ids.VA != "" {
-		st.Phase, st.VolumeAttachment = PhaseAttaching, a.VA.Name
-		return
-	}
-	if a := r.attachedThisRun[p.ids.InTreeUnique]; a != nil && p.ids.InTreeUnique != "" {
-		st.Phase = PhaseAttached
+	if a := r.attachedThisRun[p.ids.Volume]; a != nil && p.ids.Volume != "" {
+		if a.VA != nil {
+			st.Phase, st.VolumeAttachment = PhaseAttaching, a.VA.Name
+		} else {
+			st.Phase = PhaseAttached
+		}
 		return
 	}
 	switch p.d.Mechanism {
@@ -257,14 +262,14 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
-	r.c.mem.ExpectCreate(va, r.now)
+	r.c.mem.ExpectCreate(va, p.ids.Volume, r.now)
 	r.c.startOp(OperationAttach, va, p, r.now)
-	r.attachedThisRun[va.Name] = &actual.Attachment{VA: va}
+	r.attachedThisRun[p.ids.Volume] = &actual.Attachment{VA: va}
 	st.Phase = PhaseAttaching
 	if msg := r.c.creates.TakeErr(va.Name); msg != "" {
 		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
 	}
-	r.creates = append(r.creates, creates.Job{VA: va, SourceKey: p.ids.SourceKey, Pod: p.podRef(), Volume: p.volume})
+	r.creates = append(r.creates, creates.Job{VA: va, SourceKey: p.ids.Volume, Pod: p.podRef(), Volume: p.volume})
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
@@ -276,8 +281,8 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	if !r.reserve(p, st) {
 		return
 	}
-	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, PV: p.pv, Inline: p.inline}
-	devicePath, err := r.c.inTree.Attach(ctx, vol, r.node.Name, p.ids.SourceKey)
+	vol := InTreeVolume{Plugin: p.d.Plugin, UniqueName: p.d.UniqueName, Name: p.ids.Volume, PV: p.pv, Inline: p.inline}
+	devicePath, err := r.c.inTree.Attach(ctx, vol, r.node.Name)
 	if err != nil {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
@@ -286,23 +291,25 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.attachedThisRun[p.d.UniqueName] = &actual.Attachment{UniqueName: p.d.UniqueName, Attached: true}
+	r.attachedThisRun[p.ids.Volume] = &actual.Attachment{UniqueName: p.d.UniqueName, Volume: p.ids.Volume, Attached: true}
 	klog.FromContext(ctx).V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
 
 // reserve applies the ReadWriteOnce rule: a volume that does not allow multi-attach is never
-// attached to a second node. It reserves the volume for this node while the attach is in
-// flight; on a conflict it reports one FailedAttachVolume Event per waiting pod and registers
-// the node to be woken when the other attachment is gone.
+// attached to a second node, whatever PersistentVolume or mechanism names it there. It
+// reserves the volume (its unique name) for this node while the attach is in flight; on a
+// conflict it reports one FailedAttachVolume Event per waiting pod and registers the node to
+// be woken when the other attachment is gone.
 func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
-	other := r.c.mem.Reserve(r.node.Name, p.ids.SourceKey, p.ids.InTreeUnique)
+	other := r.c.mem.Reserve(r.node.Name, p.ids.Key())
 	if other == "" {
 		return true
 	}
+	r.waiting[p.ids.Volume] = true
 	st.Phase = PhaseMultiAttach
 	st.Reason = migration.MultiAttachReason(other)
 	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))

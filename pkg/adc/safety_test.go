@@ -181,35 +181,59 @@ func TestPVLessVolumeLeavesStatusBeforeDelete(t *testing.T) {
 	t.Fatalf("the VolumeAttachment of the deleted PersistentVolume was never detached; status writes %v", f.status.writes)
 }
 
-// A VolumeAttachment no pod uses, whose PersistentVolume went away after node status stopped
-// listing it, cannot be named while another volume of its driver is in use on the node, so
-// it is kept (adc does not detach what it cannot rule out); once the PersistentVolume is back
-// the next reconcile of the node detaches it.
-func TestPVLessVolumeDetachedOnceItsPVIsBack(t *testing.T) {
-	f := newFixture(t, Options{})
+// Issue 41, defect 3: a VolumeAttachment no pod uses, whose PersistentVolume is gone, is
+// named by its own name (the kubelet's convention derives it from handle, driver and node),
+// so it is detached once the kubelet stops reporting its volume in use, even while another
+// volume of its driver is in use on the node, and whether or not node status still lists it.
+// Before the fix: "deleted [] ... want only csi-...": it was kept for as long as any volume
+// of the driver was mounted, and nothing said why.
+func TestPVLessVolumeDetachedWhileAnotherOfItsDriverIsInUse(t *testing.T) {
 	h1, h2 := "kubernetes.io/csi/d^h1", "kubernetes.io/csi/d^h2"
-	f.node("n1", func(n *v1.Node) {
-		n.Status.VolumesAttached = []v1.AttachedVolume{{Name: v1.UniqueVolumeName(h1)}, {Name: v1.UniqueVolumeName(h2)}}
-		n.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(h2)}
-	})
-	f.volume("v2", "h2", v1.ReadWriteOnce)
-	f.pod("p2", "n1", "v2")
-	gone := f.va("h1", "v1", "n1", "uid-1", "10", true)
-	kept := f.va("h2", "v2", "n1", "uid-2", "11", true)
-	f.api(gone, kept)
-	f.store(f.vas, gone, kept)
-	f.c.vaHandler().OnAdd(gone, false)
-	f.c.vaHandler().OnAdd(kept, false)
+	for _, tc := range []struct {
+		name   string
+		listed []v1.AttachedVolume
+	}{
+		{"node status still lists it", []v1.AttachedVolume{{Name: v1.UniqueVolumeName(h1)}, {Name: v1.UniqueVolumeName(h2)}}},
+		{"node status dropped it already", []v1.AttachedVolume{{Name: v1.UniqueVolumeName(h2)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.node("n1", func(n *v1.Node) {
+				n.Status.VolumesAttached = tc.listed
+				n.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(h2)}
+			})
+			f.volume("v2", "h2", v1.ReadWriteOnce)
+			f.pod("p2", "n1", "v2")
+			gone := f.va("h1", "v1", "n1", "uid-1", "10", true)
+			kept := f.va("h2", "v2", "n1", "uid-2", "11", true)
+			f.api(gone, kept)
+			f.store(f.vas, gone, kept)
+			f.c.vaHandler().OnAdd(gone, false)
+			f.c.vaHandler().OnAdd(kept, false)
 
+			f.settleNode("n1", 3)
+			if got := f.att.deleted(); len(got) != 1 || got[0] != gone.Name {
+				t.Fatalf("deleted %v, want only %s (its PersistentVolume is gone and the kubelet does not use it)", got, gone.Name)
+			}
+		})
+	}
+}
+
+// The same VolumeAttachment while the kubelet still reports its volume in use is kept: its
+// own name finds the in-use entry.
+func TestPVLessVolumeInUseIsKept(t *testing.T) {
+	f := newFixture(t, Options{})
+	h1 := "kubernetes.io/csi/d^h1"
+	f.node("n1", func(n *v1.Node) {
+		n.Status.VolumesInUse = []v1.UniqueVolumeName{v1.UniqueVolumeName(h1)}
+	})
+	gone := f.va("h1", "v1", "n1", "uid-1", "10", true)
+	f.api(gone)
+	f.store(f.vas, gone)
+	f.c.vaHandler().OnAdd(gone, false)
 	f.settleNode("n1", 3)
 	if got := f.att.deleted(); len(got) != 0 {
-		t.Fatalf("deleted %v while the PersistentVolume was gone and a volume of its driver was in use", got)
-	}
-
-	f.volume("v1", "h1", v1.ReadWriteOnce)
-	f.settleNode("n1", 3) // a heartbeat, or anything else on the node
-	if got := f.att.deleted(); len(got) != 1 || got[0] != gone.Name {
-		t.Fatalf("deleted %v, want only %s", got, gone.Name)
+		t.Fatalf("deleted %v while the kubelet reported its volume in use", got)
 	}
 }
 
@@ -392,7 +416,7 @@ func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.syncNode("n1")
-	if other := f.c.mem.Reserve("n2", memory.InTreeKey(unique), unique); other != "n1" {
+	if other := f.c.mem.Reserve("n2", memory.Volume{Name: unique, InTreeName: unique}); other != "n1" {
 		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // adc's memory between reconciles lives in package memory (pkg/adc/internal/memory), behind
@@ -26,8 +27,9 @@ type (
 type stores struct{ c *Controller }
 
 var (
-	_ memory.Store      = stores{}
-	_ expectcheck.Store = stores{}
+	_ memory.Store               = stores{}
+	_ migration.PVIdentityLookup = stores{}
+	_ expectcheck.Store          = stores{}
 )
 
 func (s stores) GetByKey(key string) (interface{}, bool, error) { return s.c.vas.GetByKey(key) }
@@ -51,6 +53,14 @@ func (s stores) VolumeAttachmentsOnNode(node string) []*storagev1.VolumeAttachme
 		}
 	}
 	return out
+}
+
+// PVCSIIdentity names a PersistentVolume's volume from the informer cache, for memory.
+func (s stores) PVCSIIdentity(name string) (driver, handle string, ok bool) {
+	if s.c.lookups.PVs == nil {
+		return "", "", false
+	}
+	return s.c.lookups.PVCSIIdentity(name)
 }
 
 func (s stores) NodeKnown(node string) bool {

@@ -263,6 +263,37 @@ func (p *DetachPolicies) For(v DetachVolume) *DetachRule {
 	return &p.builtIn
 }
 
+// UnknownClassRule is the rule name of an attached volume whose StorageClass adc cannot
+// learn (its PersistentVolume is gone, or it was learned from node status after a restart)
+// while some DetachPolicy selects by StorageClass: adc cannot tell which rule is the
+// volume's, so it forces nothing (ForUnknownClass).
+const UnknownClassRule = "unknown-class"
+
+// ForUnknownClass returns the rule of an attached volume whose StorageClass is not known:
+// For(v) when no policy selects by class (the class could not change the answer), else a
+// rule that forces no detach (no evidence but the node's deletion, no timeout): the volume
+// may be of a class whose policy keeps it attached, and adc does not detach what it is
+// unsure of.
+func (p *DetachPolicies) ForUnknownClass(v DetachVolume) *DetachRule {
+	if p == nil {
+		return nil
+	}
+	if len(p.byClass) == 0 {
+		return p.For(v)
+	}
+	return &DetachRule{Policy: UnknownClassRule, Never: true}
+}
+
+// InTreePluginDriver is the CSI driver an in-tree plugin migrates to ("" when it has none):
+// what a policy selecting by driver knows an in-tree attachment by.
+func InTreePluginDriver(plugin string) string {
+	driver, err := translator.GetCSINameFromInTreeName(plugin)
+	if err != nil {
+		return ""
+	}
+	return driver
+}
+
 // Empty reports whether no valid policy exists, so the built-in rule applies everywhere.
 func (p *DetachPolicies) Empty() bool {
 	return p == nil || (p.def == nil && len(p.byClass)+len(p.byDriver)+len(p.byPlugin) == 0)

@@ -9,7 +9,6 @@
 package actual
 
 import (
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -24,12 +23,15 @@ type Attachment struct {
 	VA     *storagev1.VolumeAttachment
 	InTree *memory.InTreeAttachment
 	// UniqueName is the name node status lists it under; empty when it cannot be known (a
-	// VolumeAttachment whose PersistentVolume is gone).
+	// VolumeAttachment whose PersistentVolume is gone and that the node lists nowhere).
 	UniqueName string
-	Driver     string
-	PVName     string
-	SourceKey  string
-	Attached   bool
+	// Volume is the unique volume name (migration.VolumeName) of what it attaches: UniqueName
+	// for a VolumeAttachment; for an in-tree attachment the translated name adc decided when
+	// it attached it, else (learned from node status) its in-tree name.
+	Volume   string
+	Driver   string
+	PVName   string
+	Attached bool
 	// Deleting: the VolumeAttachment has a deletion timestamp or adc sent its delete.
 	Deleting bool
 
@@ -39,6 +41,9 @@ type Attachment struct {
 	// reconcile confirms on the fresh Node before it detaches.
 	Matched  bool
 	Released *migration.DetachVerdict
+	// Detach is what DetachPolicies select the volume by, as the pod that released it said;
+	// nil when no pod of the reconcile named it (the controller recovers it).
+	Detach *migration.DetachVolume
 }
 
 // Mechanism is how the volume was attached: a VolumeAttachment is CSI, the rest in-tree.
@@ -58,21 +63,14 @@ func (a *Attachment) Name() string {
 }
 
 // InUseOn reports whether the kubelet lists the attachment in node's status.volumesInUse,
-// and why. When the attachment's unique name cannot be known (its PersistentVolume is gone),
-// any in-use volume of the same driver counts: adc does not detach what it cannot rule out.
+// and why. A VolumeAttachment whose volume adc cannot name (its PersistentVolume is gone) is
+// recognised by its own name, which the kubelet's convention derives from handle, driver and
+// node (migration.VolumeAttachmentIsFor): an in-use entry of its volume is found exactly, and
+// its absence proves the volume is not in use.
 func (a *Attachment) InUseOn(node *v1.Node) (bool, string) {
-	if a.UniqueName != "" {
-		for _, u := range node.Status.VolumesInUse {
-			if string(u) == a.UniqueName {
-				return true, "the kubelet reports volume " + a.UniqueName + " in use"
-			}
-		}
-		return false, ""
-	}
-	prefix := migration.CSIUniqueName(a.Driver, "") // <plugin>/<driver>^
 	for _, u := range node.Status.VolumesInUse {
-		if strings.HasPrefix(string(u), prefix) {
-			return true, "the volume of VolumeAttachment " + a.Name() + " cannot be identified (its PersistentVolume is gone) and the kubelet reports volumes of driver " + a.Driver + " in use"
+		if a.is(string(u)) {
+			return true, "the kubelet reports volume " + string(u) + " in use"
 		}
 	}
 	return false, ""
@@ -82,18 +80,24 @@ func (a *Attachment) InUseOn(node *v1.Node) (bool, string) {
 // waits until it does not.
 func (a *Attachment) ListedOn(node *v1.Node) bool {
 	for _, av := range node.Status.VolumesAttached {
-		if string(av.Name) == a.UniqueName {
+		if a.is(string(av.Name)) {
 			return true
 		}
 	}
 	return false
 }
 
+// is reports whether unique (an entry of node status) names the attachment's volume.
+func (a *Attachment) is(unique string) bool {
+	if a.UniqueName != "" {
+		return unique == a.UniqueName
+	}
+	return a.VA != nil && migration.VolumeAttachmentIsFor(a.VA, unique)
+}
+
 // PVIdentity names a CSI PersistentVolume's driver and handle from the informer cache
 // (cached.Lookups); false when the volume is not cached.
-type PVIdentity interface {
-	PVCSIIdentity(pvName string) (driver, handle string, ok bool)
-}
+type PVIdentity = migration.PVIdentityLookup
 
 // Read rebuilds the node's actual state from the VolumeAttachment cache, the creates the
 // cache has not shown yet, and the in-tree attachments (learned from the node's
@@ -104,36 +108,42 @@ func Read(mem *memory.Memory, pvs PVIdentity, node *v1.Node) []*Attachment {
 	view := mem.NodeAttachments(node)
 	atts := make([]*Attachment, 0, len(view.VolumeAttachments)+len(view.InTree))
 	for _, v := range view.VolumeAttachments {
-		atts = append(atts, vaAttachment(pvs, v.VA, v.DeleteRequested, node))
+		atts = append(atts, vaAttachment(pvs, v, node))
 	}
 	for _, it := range view.InTree {
 		it := it
-		atts = append(atts, &Attachment{InTree: &it, UniqueName: it.Volume.UniqueName, Attached: true, SourceKey: memory.InTreeKey(it.Volume.UniqueName)})
+		volume := it.Volume.Name
+		if volume == "" {
+			volume = it.Volume.UniqueName
+		}
+		atts = append(atts, &Attachment{InTree: &it, UniqueName: it.Volume.UniqueName, Volume: volume, Attached: true})
 	}
 	return atts
 }
 
-func vaAttachment(pvs PVIdentity, va *storagev1.VolumeAttachment, deleteRequested bool, node *v1.Node) *Attachment {
+// vaAttachment names a VolumeAttachment's volume: as memory filed it (the volume adc decided
+// when it created it, or the one its PersistentVolume named when it was observed), else from
+// its inline spec or PersistentVolume now, else from the node's lists (the object's own name
+// says which entry is its volume).
+func vaAttachment(pvs PVIdentity, v memory.ViewedVA, node *v1.Node) *Attachment {
+	va := v.VA
 	a := &Attachment{
-		VA:        va,
-		Driver:    va.Spec.Attacher,
-		SourceKey: memory.SourceKey(va),
-		Attached:  va.Status.Attached,
-		Deleting:  va.DeletionTimestamp != nil || deleteRequested,
+		VA:       va,
+		Driver:   va.Spec.Attacher,
+		Attached: va.Status.Attached,
+		Deleting: va.DeletionTimestamp != nil || v.DeleteRequested,
 	}
-	switch src := va.Spec.Source; {
-	case src.PersistentVolumeName != nil:
+	if src := va.Spec.Source; src.PersistentVolumeName != nil {
 		a.PVName = *src.PersistentVolumeName
-		if driver, handle, ok := pvs.PVCSIIdentity(a.PVName); ok && driver == va.Spec.Attacher {
-			a.UniqueName = migration.CSIUniqueName(driver, handle)
-		} else {
-			// The PersistentVolume is gone (or no longer names this driver): the node's own
-			// lists still say which volume the object attaches.
-			a.UniqueName = UniqueNameOnNode(va, node)
-		}
-	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil:
-		a.UniqueName = migration.CSIUniqueName(va.Spec.Attacher, src.InlineVolumeSpec.CSI.VolumeHandle)
 	}
+	a.UniqueName = v.Volume
+	if a.UniqueName == "" {
+		a.UniqueName, _ = migration.VolumeOfAttachment(va, pvs)
+	}
+	if a.UniqueName == "" {
+		a.UniqueName = UniqueNameOnNode(va, node)
+	}
+	a.Volume = a.UniqueName
 	return a
 }
 
@@ -145,18 +155,13 @@ func UniqueNameOnNode(va *storagev1.VolumeAttachment, node *v1.Node) string {
 	if node == nil {
 		return ""
 	}
-	prefix := migration.CSIUniqueName(va.Spec.Attacher, "") // <plugin>/<driver>^
-	match := func(name string) bool {
-		handle, ok := strings.CutPrefix(name, prefix)
-		return ok && migration.VolumeAttachmentName(handle, va.Spec.Attacher, node.Name) == va.Name
-	}
 	for _, av := range node.Status.VolumesAttached {
-		if match(string(av.Name)) {
+		if migration.VolumeAttachmentIsFor(va, string(av.Name)) {
 			return string(av.Name)
 		}
 	}
 	for _, u := range node.Status.VolumesInUse {
-		if match(string(u)) {
+		if migration.VolumeAttachmentIsFor(va, string(u)) {
 			return string(u)
 		}
 	}

@@ -21,14 +21,13 @@ func TestIdentify(t *testing.T) {
 		pvName string
 		want   Identity
 	}{
-		{"csi keeps the decided VolumeAttachment name", csi, "pv1", Identity{VA: "csi-x", CSIUnique: "kubernetes.io/csi/d^h", SourceKey: "pv:pv1"}},
+		{"csi: the unique volume name is the key", csi, "pv1", Identity{Volume: "kubernetes.io/csi/d^h", VA: "csi-x", PVName: "pv1"}},
 		{"wait still knows every name of the volume", wait, "", Identity{
-			VA:           migration.VolumeAttachmentName("projects/UNSPECIFIED/zones/z/disks/a", "pd.csi.storage.gke.io", "n"),
-			CSIUnique:    "kubernetes.io/csi/pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a",
-			InTreeUnique: "kubernetes.io/gce-pd/a",
-			SourceKey:    "inline:pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a"}},
-		{"in-tree without translation", inTree, "", Identity{InTreeUnique: "kubernetes.io/iscsi/p:iqn:0", SourceKey: "intree:kubernetes.io/iscsi/p:iqn:0"}},
-		{"error with only a PV name", migration.Decision{Mechanism: migration.MechanismError}, "pv9", Identity{SourceKey: "pv:pv9"}},
+			Volume:     "kubernetes.io/csi/pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/z/disks/a",
+			InTreeName: "kubernetes.io/gce-pd/a",
+			VA:         migration.VolumeAttachmentName("projects/UNSPECIFIED/zones/z/disks/a", "pd.csi.storage.gke.io", "n")}},
+		{"in-tree without translation", inTree, "", Identity{Volume: "kubernetes.io/iscsi/p:iqn:0", InTreeName: "kubernetes.io/iscsi/p:iqn:0"}},
+		{"error with only a PV name", migration.Decision{Mechanism: migration.MechanismError}, "pv9", Identity{PVName: "pv9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Identify(&tc.d, tc.pvName, "n"); got != tc.want {
@@ -39,19 +38,20 @@ func TestIdentify(t *testing.T) {
 }
 
 func TestIndexFind(t *testing.T) {
-	va := &Attachment{VA: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-a"}}, SourceKey: "pv:p1", UniqueName: "kubernetes.io/csi/d^h"}
-	it := &Attachment{InTree: &memory.InTreeAttachment{}, UniqueName: "kubernetes.io/gce-pd/disk", SourceKey: "intree:kubernetes.io/gce-pd/disk"}
+	va := &Attachment{VA: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-a"}}, PVName: "p1", UniqueName: "kubernetes.io/csi/d^h", Volume: "kubernetes.io/csi/d^h"}
+	it := &Attachment{InTree: &memory.InTreeAttachment{}, UniqueName: "kubernetes.io/gce-pd/disk", Volume: "kubernetes.io/gce-pd/disk"}
 	x := NewIndex([]*Attachment{va, it})
 	for _, tc := range []struct {
 		name string
 		id   Identity
 		want *Attachment
 	}{
-		{"by VolumeAttachment name", Identity{VA: "csi-a"}, va},
-		{"by CSI unique name", Identity{CSIUnique: "kubernetes.io/csi/d^h"}, va},
-		{"migration flip finds the in-tree attachment", Identity{VA: "csi-other", CSIUnique: "kubernetes.io/csi/pd^x", InTreeUnique: "kubernetes.io/gce-pd/disk"}, it},
-		{"held pair with only its PV name keeps the attachment", Identity{SourceKey: "pv:p1"}, va},
-		{"unknown volume", Identity{VA: "csi-b", SourceKey: "pv:p2"}, nil},
+		{"by unique volume name", Identity{Volume: "kubernetes.io/csi/d^h"}, va},
+		{"another PersistentVolume of the same disk", Identity{Volume: "kubernetes.io/csi/d^h", PVName: "p2"}, va},
+		{"by VolumeAttachment name", Identity{Volume: "kubernetes.io/csi/d^other", VA: "csi-a"}, va},
+		{"migration flip finds the in-tree attachment", Identity{Volume: "kubernetes.io/csi/pd^x", InTreeName: "kubernetes.io/gce-pd/disk"}, it},
+		{"held pair with only its PV name keeps the attachment", Identity{PVName: "p1"}, va},
+		{"a named volume is not found by its PV name", Identity{Volume: "kubernetes.io/csi/d^h2", PVName: "p1"}, nil},
 		{"empty identity matches nothing", Identity{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,8 +72,8 @@ func TestVolumeInUse(t *testing.T) {
 		{"listed csi volume", &Attachment{UniqueName: "kubernetes.io/csi/d^h1"}, true},
 		{"listed in-tree volume", &Attachment{UniqueName: "kubernetes.io/gce-pd/disk"}, true},
 		{"not listed", &Attachment{UniqueName: "kubernetes.io/csi/d^h2"}, false},
-		{"unknown name, same driver in use: assume in use", &Attachment{Driver: "d"}, true},
-		{"unknown name, driver not in use", &Attachment{Driver: "other"}, false},
+		{"unknown name, its VolumeAttachment name finds it in use", &Attachment{Driver: "d", VA: vaOf("h1", "n")}, true},
+		{"unknown name, another volume of its driver in use", &Attachment{Driver: "d", VA: vaOf("h3", "n")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, why := tc.a.InUseOn(node); got != tc.want {
@@ -81,4 +81,10 @@ func TestVolumeInUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// vaOf is the VolumeAttachment of volume d^handle on node, named as the kubelet names it.
+func vaOf(handle, node string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: migration.VolumeAttachmentName(handle, "d", node)},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node}}
 }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // TestCachedVARebuildsTheTrimmedVA: the compact VolumeAttachment gives back exactly the
@@ -39,9 +39,18 @@ func TestCachedVARebuildsTheTrimmedVA(t *testing.T) {
 			if whole != fromCache {
 				t.Errorf("node index keys differ: whole %v, cached %v", whole, fromCache)
 			}
-			if rebuilt, _ := VAOf(cached); memory.SourceKey(rebuilt) != memory.SourceKey(&va) {
-				t.Errorf("source key %q, want %q", memory.SourceKey(rebuilt), memory.SourceKey(&va))
+			rebuilt, _ := VAOf(cached)
+			pvs := onePV{}
+			got, _ := migration.VolumeOfAttachment(rebuilt, pvs)
+			want, _ := migration.VolumeOfAttachment(&va, pvs)
+			if got != want {
+				t.Errorf("volume %q, want %q", got, want)
 			}
 		})
 	}
 }
+
+// onePV names every PersistentVolume as volume h of driver d.
+type onePV struct{}
+
+func (onePV) PVCSIIdentity(string) (string, string, bool) { return "d", "h", true }

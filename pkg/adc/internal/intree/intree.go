@@ -55,17 +55,18 @@ func New(opts Options) *Plugins { return &Plugins{opts: opts} }
 func (p *Plugins) Available() bool { return p.opts.Attacher != nil }
 
 // Attach attaches the volume to the node and records the operation. The ReadWriteOnce
-// reservation the reconcile took for the attach (sourceKey) is released with the answer;
-// memory then remembers the attachment, with its device path, if it was made.
-func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node, sourceKey string) (devicePath string, err error) {
+// reservation the reconcile took for the attach (of vol.Name) ends with the answer: memory
+// remembers the attachment, with its device path, if it was made; if not, the nodes that
+// waited for the volume are woken, since it is free again.
+func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node string) (devicePath string, err error) {
 	start := p.opts.Clock.Now()
 	devicePath, err = p.opts.Attacher.Attach(ctx, vol, node)
 	p.opts.Ops.InTree(report.OperationAttach, node, vol.UniqueName, vol.Plugin, start, err)
 	if err != nil {
-		p.opts.Memory.Release(sourceKey, node)
+		p.wake(p.opts.Memory.Release(vol.Name, node))
 		return "", err
 	}
-	p.opts.Memory.InTreeAttached(node, sourceKey, vol, devicePath)
+	p.opts.Memory.InTreeAttached(node, vol, devicePath)
 	return devicePath, nil
 }
 

@@ -35,11 +35,11 @@ func (m *Memory) Check() error {
 		if m.expected.byNode[e.node][name] != e {
 			errs = append(errs, fmt.Errorf("expectation %q missing from the index of node %q", name, e.node))
 		}
-		if e.sourceKey != "" && m.expected.bySource[e.sourceKey][name] != e {
-			errs = append(errs, fmt.Errorf("expectation %q missing from the index of volume %q", name, e.sourceKey))
+		if e.volume != "" && m.expected.byVolume[e.volume][name] != e {
+			errs = append(errs, fmt.Errorf("expectation %q missing from the index of volume %q", name, e.volume))
 		}
-		if holder := m.reservations[e.sourceKey]; e.sourceKey != "" && holder != "" && holder != e.node {
-			errs = append(errs, fmt.Errorf("volume %s is expected on node %q and reserved for node %q", e.sourceKey, e.node, holder))
+		if holder := m.reservations[e.volume]; e.volume != "" && holder != "" && holder != e.node {
+			errs = append(errs, fmt.Errorf("volume %s is expected on node %q and reserved for node %q", e.volume, e.node, holder))
 		}
 	}
 	for node, byNode := range m.expected.byNode {
@@ -57,6 +57,16 @@ func (m *Memory) Check() error {
 			if _, ok := m.inTree[node][unique]; ok {
 				errs = append(errs, fmt.Errorf("in-tree attachment %s of node %q is both held and forgotten", unique, node))
 			}
+		}
+	}
+	for volume, w := range m.waiters {
+		if len(w.nodes) == 0 {
+			errs = append(errs, fmt.Errorf("no node waits for volume %s, yet its entry is kept", volume))
+		}
+	}
+	for name, volume := range m.sources.volumeOf {
+		if _, unnamed := m.sources.unnamed[name]; unnamed {
+			errs = append(errs, fmt.Errorf("VolumeAttachment %s is filed under volume %s and as unnamed", name, volume))
 		}
 	}
 	for node := range m.inTreeVerified {
@@ -109,15 +119,18 @@ func (m *Memory) Leftovers(liveNodes map[string]bool) []string {
 	}
 	count("expected.byName", sortedKeys(m.expected.byName))
 	count("expected.byNode", sortedKeys(m.expected.byNode))
-	count("expected.bySource", sortedKeys(m.expected.bySource))
+	count("expected.byVolume", sortedKeys(m.expected.byVolume))
 	var sources []string
-	m.sources.m.Range(func(k volumeKey, _ []vaOnNode) bool {
-		sources = append(sources, k.String())
+	m.sources.byVolume.Range(func(k string, _ []vaOnNode) bool {
+		sources = append(sources, k)
 		return true
 	})
 	count("sources", sources)
+	count("sources.volumeOf", sortedKeys(m.sources.volumeOf))
+	count("sources.unnamed", sortedKeys(m.sources.unnamed))
 	count("deletes", sortedKeys(m.deletes))
 	count("reservations", sortedKeys(m.reservations))
+	count("detachVolumes", sortedKeys(m.detachVolumes))
 	count("waiters", sortedKeys(m.waiters))
 	var held, events []string
 	for _, byNode := range m.held {

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // fakeStore is an informer store the test fills: VolumeAttachments by name, known nodes.
@@ -43,9 +45,20 @@ func newTestMemory(nodes ...string) (*Memory, *fakeStore) {
 	for _, n := range nodes {
 		store.nodes[n] = true
 	}
-	return New(Options{Store: store, Clock: fixedClock{time.Unix(1_000_000, 0)},
+	return New(Options{Store: store, Volumes: testPVs{"pv1": "h1", "pv1-again": "h1", "pv2": "h2"}, Clock: fixedClock{time.Unix(1_000_000, 0)},
 		NewBackOff: func() *backoff.ExponentialBackOff { return backoff.NewExponentialBackOff() }}), store
 }
+
+// testPVs names PersistentVolumes of driver d: pv name -> handle.
+type testPVs map[string]string
+
+func (p testPVs) PVCSIIdentity(name string) (string, string, bool) {
+	h, ok := p[name]
+	return "d", h, ok
+}
+
+// vol1 is the volume of pv1 and pv1-again (one disk, two PersistentVolumes).
+var vol1 = migration.CSIUniqueName("d", "h1")
 
 func storedVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 	return &storagev1.VolumeAttachment{
@@ -67,8 +80,8 @@ func TestCheckFindsBrokenMemory(t *testing.T) {
 			delete(m.expected.byNode["n1"], "csi-a")
 		}},
 		{"expectation of a volume reserved for another node", func(m *Memory) {
-			m.expected.add(&expectedVA{va: storedVA("csi-a", "n1", "pv1", "", "")})
-			m.reservations["pv:pv1"] = "n2"
+			m.expected.add(&expectedVA{va: storedVA("csi-a", "n1", "pv1", "", ""), volume: vol1})
+			m.reservations[vol1] = "n2"
 		}},
 		{"in-tree attachment both held and forgotten", func(m *Memory) {
 			m.inTree["n1"] = map[string]InTreeAttachment{"kubernetes.io/gce-pd/a": {}}

@@ -6,6 +6,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // Expectations bridge the time between a VolumeAttachment write and the moment the informer
@@ -21,11 +23,12 @@ import (
 //     re-created under the same name is a new object, never "deleting".
 //   - a ReadWriteOnce reservation lives only as long as the create expectation it guards.
 
-// ExpectCreate records a create about to be sent.
-func (m *Memory) ExpectCreate(va *storagev1.VolumeAttachment, now time.Time) {
+// ExpectCreate records a create about to be sent, of the VolumeAttachment of volume (its
+// unique name).
+func (m *Memory) ExpectCreate(va *storagev1.VolumeAttachment, volume string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.expected.add(&expectedVA{va: va, since: now})
+	m.expected.add(&expectedVA{va: va, volume: volume, since: now})
 }
 
 // Created records what the API server stored for an expected create. When the informer
@@ -46,13 +49,12 @@ func (m *Memory) Created(stored *storagev1.VolumeAttachment) {
 
 // CreateFailed forgets a create the API server refused and the reservation made for it, and
 // returns the nodes that waited for that reservation: they may attach the volume now.
-func (m *Memory) CreateFailed(va *storagev1.VolumeAttachment, sourceKey string) []string {
+func (m *Memory) CreateFailed(va *storagev1.VolumeAttachment, volume string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expected.remove(va.Name)
-	if m.reservations[sourceKey] == va.Spec.NodeName {
-		delete(m.reservations, sourceKey)
-		return m.takeWaitersLocked(sourceKey)
+	if m.releaseLocked(volume, va.Spec.NodeName) {
+		return m.takeWaitersLocked(volume)
 	}
 	return nil
 }
@@ -84,7 +86,7 @@ func (m *Memory) ResolveUncertain(name string, found *storagev1.VolumeAttachment
 		return nil
 	}
 	m.dropExpectationLocked(cur)
-	return append(m.takeWaitersLocked(SourceKey(cur.va)), cur.va.Spec.NodeName)
+	return append(m.takeWaitersLocked(cur.volume), cur.va.Spec.NodeName)
 }
 
 // RequestDelete records a delete about to be sent, before it is sent: the informer's delete
@@ -132,8 +134,14 @@ func (m *Memory) Observed(va *storagev1.VolumeAttachment) (created bool) {
 // expectation of another object under the name ends only when va is newer than it (a
 // replacement); an older object, or one seen before adc's create returned, leaves it pending.
 func (m *Memory) observeLocked(va *storagev1.VolumeAttachment) (created bool) {
-	m.sources.add(va)
-	if e := m.expected.get(va.Name); e != nil && e.stored {
+	e := m.expected.get(va.Name)
+	if e != nil && e.node == va.Spec.NodeName && e.volume != "" {
+		// adc's own create: filed under the volume it was decided for.
+		m.sources.addAs(va, e.volume)
+	} else {
+		m.sources.add(va, m.opts.Volumes)
+	}
+	if e != nil && e.stored {
 		switch {
 		case e.va.UID != "" && e.va.UID == va.UID:
 			created = true
@@ -142,8 +150,8 @@ func (m *Memory) observeLocked(va *storagev1.VolumeAttachment) (created bool) {
 			m.dropExpectationLocked(e)
 		}
 	}
-	if key := SourceKey(va); key != "" && m.reservations[key] == va.Spec.NodeName {
-		delete(m.reservations, key)
+	for volume, holder := range m.reservationsOfLocked(va) {
+		m.releaseLocked(volume, holder)
 	}
 	if r, ok := m.deletes[va.Name]; ok && r.uid != va.UID {
 		// A new object under the old name: the old one's delete is over.
@@ -164,22 +172,59 @@ func newerThan(a, b *storagev1.VolumeAttachment) bool {
 func (m *Memory) Gone(va *storagev1.VolumeAttachment) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sources.remove(va)
+	volume := m.sources.remove(va)
 	if r, ok := m.deletes[va.Name]; ok && (r.uid == va.UID || va.UID == "") {
 		delete(m.deletes, va.Name)
 	}
-	if e := m.expected.get(va.Name); e != nil && e.stored && (e.va.UID == va.UID || va.UID == "") {
-		m.dropExpectationLocked(e)
+	if e := m.expected.get(va.Name); e != nil {
+		if volume == "" {
+			volume = e.volume
+		}
+		if e.stored && (e.va.UID == va.UID || va.UID == "") {
+			m.dropExpectationLocked(e)
+		}
 	}
-	return m.takeWaitersLocked(SourceKey(va))
+	if volume != "" {
+		m.pruneDetachVolumeLocked(volume)
+		return m.takeWaitersLocked(volume)
+	}
+	// An object whose volume was never named: wake whoever waits for the volume its name
+	// proves it attached.
+	var wake []string
+	for _, waited := range sortedKeys(m.waiters) {
+		if migration.VolumeAttachmentIsFor(va, waited) {
+			wake = append(wake, m.takeWaitersLocked(waited)...)
+		}
+	}
+	return wake
 }
 
 // dropExpectationLocked ends a create expectation and the reservation it guarded.
 func (m *Memory) dropExpectationLocked(e *expectedVA) {
 	m.expected.remove(e.va.Name)
-	if key := SourceKey(e.va); key != "" && m.reservations[key] == e.va.Spec.NodeName {
-		delete(m.reservations, key)
+	m.releaseLocked(e.volume, e.va.Spec.NodeName)
+}
+
+// reservationsOfLocked returns the reservations (volume -> node) that va, on its node, now
+// holds in their place: the reservation of its volume for its node.
+func (m *Memory) reservationsOfLocked(va *storagev1.VolumeAttachment) map[string]string {
+	node := va.Spec.NodeName
+	if volume, ok := m.sources.volumeOf[va.Name]; ok {
+		if m.reservations[volume] == node {
+			return map[string]string{volume: node}
+		}
+		return nil
 	}
+	var out map[string]string
+	for volume, holder := range m.reservations {
+		if holder == node && m.sources.isOf(va.Name, volume) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[volume] = holder
+		}
+	}
+	return out
 }
 
 // Expectation is a copy of one pending create expectation, for the expectation checker.
@@ -238,7 +283,7 @@ func (m *Memory) ExpectationGone(name string, uid types.UID) (ended bool, wake [
 		return false, nil
 	}
 	m.dropExpectationLocked(cur)
-	return true, append(m.takeWaitersLocked(SourceKey(cur.va)), cur.va.Spec.NodeName)
+	return true, append(m.takeWaitersLocked(cur.volume), cur.va.Spec.NodeName)
 }
 
 // ExpectationVerified records that a GET confirmed the expectation's object, in the fallback

@@ -21,8 +21,8 @@ type expectedVA struct {
 	// uncertain: the create failed in a way that does not say whether the object was stored
 	// (a timeout); the checker reads it.
 	uncertain bool
-	// node and sourceKey are the object's node and volume source key (the index's keys).
-	node, sourceKey string
+	// node and volume are the object's node and volume unique name (the index's keys).
+	node, volume string
 }
 
 // deleteRequest is a VolumeAttachment delete adc sent.
@@ -31,35 +31,36 @@ type deleteRequest struct {
 	at  time.Time
 }
 
-// expectations are the pending creates, indexed by name, node and volume source. During an
+// expectations are the pending creates, indexed by name, node and volume. During an
 // attach storm on a large cluster the informer lags and thousands are pending at once; every
 // reconcile asks "what is expected on this node" and every ReadWriteOnce attach "is this
 // volume expected elsewhere", so both are map lookups rather than scans.
 type expectations struct {
 	byName   map[string]*expectedVA
 	byNode   map[string]map[string]*expectedVA
-	bySource map[string]map[string]*expectedVA
+	byVolume map[string]map[string]*expectedVA
 }
 
 func newExpectations() expectations {
 	return expectations{
 		byName:   map[string]*expectedVA{},
 		byNode:   map[string]map[string]*expectedVA{},
-		bySource: map[string]map[string]*expectedVA{},
+		byVolume: map[string]map[string]*expectedVA{},
 	}
 }
 
 // get returns the expectation of the named VolumeAttachment, or nil.
 func (x *expectations) get(name string) *expectedVA { return x.byName[name] }
 
-// add records e under its object's name, replacing an earlier one of that name.
+// add records e under its object's name, replacing an earlier one of that name; e.volume is
+// set by the caller.
 func (x *expectations) add(e *expectedVA) {
 	x.remove(e.va.Name)
-	e.node, e.sourceKey = e.va.Spec.NodeName, SourceKey(e.va)
+	e.node = e.va.Spec.NodeName
 	x.byName[e.va.Name] = e
 	addTo(x.byNode, e.node, e.va.Name, e)
-	if e.sourceKey != "" {
-		addTo(x.bySource, e.sourceKey, e.va.Name, e)
+	if e.volume != "" {
+		addTo(x.byVolume, e.volume, e.va.Name, e)
 	}
 }
 
@@ -71,8 +72,8 @@ func (x *expectations) remove(name string) {
 	}
 	delete(x.byName, name)
 	removeFrom(x.byNode, e.node, name)
-	if e.sourceKey != "" {
-		removeFrom(x.bySource, e.sourceKey, name)
+	if e.volume != "" {
+		removeFrom(x.byVolume, e.volume, name)
 	}
 }
 

@@ -56,12 +56,14 @@ func (m *Memory) EventChanged(node string, key EventKey, message string) bool {
 	return true
 }
 
-// ForgetUnrenewed drops the holds and Event memory of the node that its last reconcile did
-// not renew (pairs no longer held, conditions cleared, pods gone), so a pair held again later
-// starts a fresh backoff and gets a fresh Event, and nothing outlives its pod.
-func (m *Memory) ForgetUnrenewed(node string, held map[PairKey]bool, events map[EventKey]bool) {
+// ForgetUnrenewed drops the holds, waits and Event memory of the node that its last
+// reconcile did not renew (pairs no longer held, volumes no longer waited for, conditions
+// cleared, pods gone), so a pair held again later starts a fresh backoff and gets a fresh
+// Event, and nothing outlives its pod.
+func (m *Memory) ForgetUnrenewed(node string, held map[PairKey]bool, waitingFor map[string]bool, events map[EventKey]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.pruneWaitersLocked(node, waitingFor)
 	for k := range m.held[node] {
 		if !held[k] {
 			delete(m.held[node], k)

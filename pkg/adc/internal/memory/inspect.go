@@ -21,7 +21,7 @@ func (m *Memory) Digest() string {
 	for name, e := range m.expected.byName {
 		lines = append(lines, fmt.Sprintf("exp %s node=%s stored=%t uid=%s rv=%s", name, e.va.Spec.NodeName, e.stored, e.va.UID, e.va.ResourceVersion))
 	}
-	m.sources.m.Range(func(k volumeKey, vs []vaOnNode) bool {
+	m.sources.byVolume.Range(func(k string, vs []vaOnNode) bool {
 		for _, v := range vs {
 			lines = append(lines, fmt.Sprintf("src %s %s@%s", k, v.name, v.node))
 		}
@@ -33,8 +33,11 @@ func (m *Memory) Digest() string {
 	for key, node := range m.reservations {
 		lines = append(lines, fmt.Sprintf("rsv %s %s", key, node))
 	}
-	for key, nodes := range m.waiters {
-		for n := range nodes {
+	for name := range m.sources.unnamed {
+		lines = append(lines, "unnamed "+name)
+	}
+	for key, w := range m.waiters {
+		for n := range w.nodes {
 			lines = append(lines, fmt.Sprintf("wait %s %s", key, n))
 		}
 	}
@@ -160,9 +163,27 @@ func (m *Memory) Sizes() Sizes {
 	return Sizes{EventNodes: len(m.events), HeldNodes: len(m.held)}
 }
 
-// Reserved returns the node holding the reservation of a volume, if any.
-func (m *Memory) Reserved(sourceKey string) string {
+// Reserved returns the node holding the reservation of a volume (its unique name), if any.
+func (m *Memory) Reserved(volume string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.reservations[sourceKey]
+	return m.reservations[volume]
+}
+
+// Waiters returns the nodes waiting for a volume (its unique name), sorted.
+func (m *Memory) Waiters(volume string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.waiters[volume]
+	if w == nil {
+		return nil
+	}
+	return sortedKeys(w.nodes)
+}
+
+// WaitedVolumes counts the volumes some node waits for, for tests of their bound.
+func (m *Memory) WaitedVolumes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.waiters)
 }

@@ -17,6 +17,10 @@ type InTreeVolume struct {
 	Plugin string
 	// UniqueName is <plugin>/<volume id>, the name listed in Node status.volumesAttached.
 	UniqueName string
+	// Name is the volume's unique volume name (migration.VolumeName: the translated CSI
+	// name of a migratable plugin's volume) when adc decided it; empty for an attachment
+	// learned from node status, which names only UniqueName.
+	Name string
 	// PV is the PersistentVolume, for PV-backed volumes.
 	PV *v1.PersistentVolume
 	// Inline is the pod's volume, for inline volumes.
@@ -31,14 +35,14 @@ type InTreeAttachment struct {
 }
 
 // InTreeAttached records an in-tree attach that succeeded and ends the node's reservation of
-// the volume (sourceKey) in the same step: the attachment holds the volume from then on.
+// the volume (vol.Name) in the same step: the attachment holds the volume from then on.
 // Released first and recorded after, a second node's Reserve could find the volume held by
 // neither and attach a ReadWriteOnce volume twice.
-func (m *Memory) InTreeAttached(node, sourceKey string, vol InTreeVolume, devicePath string) {
+func (m *Memory) InTreeAttached(node string, vol InTreeVolume, devicePath string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.addInTreeLocked(node, InTreeAttachment{Volume: vol, DevicePath: devicePath})
-	m.releaseLocked(sourceKey, node)
+	m.releaseLocked(vol.Name, node)
 }
 
 func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {
@@ -60,9 +64,11 @@ func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {
 func (m *Memory) ForgetInTree(node, unique string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.inTree[node][unique]; !ok {
+	it, ok := m.inTree[node][unique]
+	if !ok {
 		return nil
 	}
+	volume := m.volumeOfInTreeLocked(it)
 	delete(m.inTree[node], unique)
 	if len(m.inTree[node]) == 0 {
 		delete(m.inTree, node)
@@ -73,7 +79,8 @@ func (m *Memory) ForgetInTree(node, unique string) []string {
 		m.inTreeForgotten[node] = map[string]bool{}
 	}
 	m.inTreeForgotten[node][unique] = true
-	return m.takeWaitersLocked(InTreeKey(unique))
+	m.pruneDetachVolumeLocked(volume)
+	return m.takeWaitersLocked(volume)
 }
 
 // learnInTreeLocked adds the in-tree volumes node status lists that adc does not know:

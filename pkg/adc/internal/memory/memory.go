@@ -31,6 +31,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // Store is what Memory reads of the informer caches, under its lock: the VolumeAttachment
@@ -52,6 +54,9 @@ type Clock interface{ Now() time.Time }
 type Options struct {
 	// Store is read under Memory's lock.
 	Store Store
+	// Volumes names the volume of a VolumeAttachment's PersistentVolume (the informer
+	// cache), read under Memory's lock; nil names only inline volumes.
+	Volumes migration.PVIdentityLookup
 	// Clock stamps in-tree verification times.
 	Clock Clock
 	// NewBackOff returns the backoff of a newly held pair.
@@ -72,10 +77,11 @@ type Memory struct {
 	// deletes are VolumeAttachment deletes sent, by name, for the UID they were for.
 	deletes map[string]deleteRequest
 	// reservations hold a ReadWriteOnce volume for the node whose attach is in flight, by
-	// volume source key.
+	// the volume's unique name.
 	reservations map[string]string
-	// waiters are, per volume key, nodes whose pods wait for the volume to leave another node.
-	waiters map[string]map[string]bool
+	// waiters are, per volume (unique name), the nodes whose pods wait for the volume to
+	// leave another node.
+	waiters map[string]*waiting
 
 	// inTree holds in-tree attachments per node, by unique name (they have no API object);
 	// inTreeVerified is when each node's were last checked with the in-tree attacher.
@@ -98,6 +104,10 @@ type Memory struct {
 	// informer shows that write.
 	written map[string]writtenStatus
 
+	// detachVolumes are, by volume, what a pod said DetachPolicies select the volume by,
+	// for attachments that cannot say it themselves (detachvolumes.go).
+	detachVolumes map[string]migration.DetachVolume
+
 	// held tracks the backoff of pairs held in wait or error, per node.
 	held map[string]map[PairKey]*heldPair
 	// events remembers, per node, the last Event message per pod (or the node) and reason.
@@ -112,7 +122,8 @@ func New(opts Options) *Memory {
 		sources:         newVASources(),
 		deletes:         map[string]deleteRequest{},
 		reservations:    map[string]string{},
-		waiters:         map[string]map[string]bool{},
+		waiters:         map[string]*waiting{},
+		detachVolumes:   map[string]migration.DetachVolume{},
 		inTree:          map[string]map[string]InTreeAttachment{},
 		inTreeVerified:  map[string]time.Time{},
 		inTreeForgotten: map[string]map[string]bool{},
@@ -136,15 +147,42 @@ func (m *Memory) Busy() bool {
 	return true
 }
 
-// takeWaitersLocked returns and forgets the nodes waiting for the volume key.
-func (m *Memory) takeWaitersLocked(key string) []string {
-	if key == "" {
+// waiting are the nodes waiting for one volume, and the in-tree unique name under which a
+// node lists the volume when its in-tree plugin attached it (so that the in-tree detach of
+// an attachment learned from node status, which knows only that name, wakes them).
+type waiting struct {
+	nodes      map[string]bool
+	inTreeName string
+}
+
+// takeWaitersLocked returns and forgets the nodes waiting for the volume.
+func (m *Memory) takeWaitersLocked(volume string) []string {
+	if volume == "" {
 		return nil
 	}
-	var nodes []string
-	for n := range m.waiters[key] {
+	w := m.waiters[volume]
+	if w == nil {
+		return nil
+	}
+	nodes := make([]string, 0, len(w.nodes))
+	for n := range w.nodes {
 		nodes = append(nodes, n)
 	}
-	delete(m.waiters, key)
+	delete(m.waiters, volume)
 	return nodes
+}
+
+// volumeOfInTreeLocked is the unique name of the volume an in-tree attachment attaches: the
+// one adc decided when it attached it, else the one a waiting node decided for the in-tree
+// name (an attachment learned from node status knows only that), else the in-tree name.
+func (m *Memory) volumeOfInTreeLocked(it InTreeAttachment) string {
+	if it.Volume.Name != "" {
+		return it.Volume.Name
+	}
+	for volume, w := range m.waiters {
+		if w.inTreeName == it.Volume.UniqueName {
+			return volume
+		}
+	}
+	return it.Volume.UniqueName
 }

@@ -1,5 +1,7 @@
 package memory
 
+import v1 "k8s.io/api/core/v1"
+
 // NoteManaged records whether adc last saw the node with the managed annotation: a deleted
 // node's VolumeAttachments are detached only if adc managed it.
 func (m *Memory) NoteManaged(node string, managed bool) {
@@ -16,12 +18,29 @@ func (m *Memory) WasManaged(node string) (managed, known bool) {
 	return managed, known
 }
 
-// ForgetNode drops everything remembered about a node that adc no longer manages, except
-// whether it was managed (ForgetGoneNode drops that once a deleted node has nothing left).
-func (m *Memory) ForgetNode(node string) {
+// Unmanaged drops what adc remembers for its decisions about a node it no longer manages
+// (the kubelet took attach and detach back), except whether it was managed and the in-tree
+// attachments its status still lists: an in-tree attachment has no API object, so memory is
+// the only place another node's ReadWriteOnce check finds it, and it is still attached.
+func (m *Memory) Unmanaged(node *v1.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.forgetNodeLocked(node)
+	keep := map[string]InTreeAttachment{}
+	for _, av := range node.Status.VolumesAttached {
+		if it, ok := m.inTree[node.Name][string(av.Name)]; ok {
+			keep[string(av.Name)] = it
+		}
+	}
+	verified := m.inTreeVerified[node.Name]
+	volumes := m.inTreeVolumesLocked(node.Name)
+	m.forgetNodeLocked(node.Name)
+	if len(keep) > 0 {
+		m.inTree[node.Name] = keep
+		m.inTreeVerified[node.Name] = verified
+	}
+	for _, v := range volumes {
+		m.pruneDetachVolumeLocked(v)
+	}
 }
 
 func (m *Memory) forgetNodeLocked(node string) {
@@ -40,6 +59,19 @@ func (m *Memory) forgetNodeLocked(node string) {
 func (m *Memory) ForgetGoneNode(node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	volumes := m.inTreeVolumesLocked(node)
 	m.forgetNodeLocked(node)
 	delete(m.managed, node)
+	for _, v := range volumes {
+		m.pruneDetachVolumeLocked(v)
+	}
+}
+
+// inTreeVolumesLocked lists the volumes of the node's in-tree attachments.
+func (m *Memory) inTreeVolumesLocked(node string) []string {
+	var out []string
+	for _, it := range m.inTree[node] {
+		out = append(out, m.volumeOfInTreeLocked(it))
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"testing"
 	"time"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // A ReadWriteOnce volume is held for its node through every step of its attachment's life,
@@ -29,16 +31,16 @@ func TestReservationHoldsThroughEveryOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, s := newTestMemory("n1", "n2")
-			if other := m.Reserve("n1", "pv:pv1", ""); other != "" {
+			if other := m.Reserve("n1", Volume{Name: vol1}); other != "" {
 				t.Fatalf("free volume held by %q", other)
 			}
-			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), time.Now())
+			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), vol1, time.Now())
 			for _, st := range tc.steps {
 				st.do(m, s)
 				if err := m.Check(); err != nil {
 					t.Fatalf("after %q: %v", st.what, err)
 				}
-				if other := m.Reserve("n2", "pv:pv1", ""); other != "n1" {
+				if other := m.Reserve("n2", Volume{Name: vol1}); other != "n1" {
 					t.Fatalf("after %q: n2 found the volume held by %q, want n1", st.what, other)
 				}
 			}
@@ -47,7 +49,7 @@ func TestReservationHoldsThroughEveryOrder(t *testing.T) {
 			if len(wake) != 1 || wake[0] != "n2" {
 				t.Errorf("the delete woke %v, want n2 (it waited)", wake)
 			}
-			if other := m.Reserve("n2", "pv:pv1", ""); other != "" {
+			if other := m.Reserve("n2", Volume{Name: vol1}); other != "" {
 				t.Errorf("after the delete the volume is still held by %q", other)
 			}
 			if err := m.Check(); err != nil {
@@ -73,7 +75,7 @@ func TestExpectationEndsOnlyOnItsObject(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newTestMemory("n1")
-			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), time.Now())
+			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), vol1, time.Now())
 			m.Created(storedVA("csi-a", "n1", "pv1", "uid-2", "200"))
 			tc.event(m)
 			if _, pending := m.Expectations()["csi-a"]; pending == tc.wantEnded {
@@ -84,3 +86,77 @@ func TestExpectationEndsOnlyOnItsObject(t *testing.T) {
 }
 
 var _ Store = (*fakeStore)(nil)
+
+// One disk named by two PersistentVolumes is one volume: a node attaching it through either
+// holds it against every other node, whichever PersistentVolume that node names it by.
+func TestOneDiskTwoPersistentVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(m *Memory, s *fakeStore)
+	}{
+		{"reserved through the other PersistentVolume", func(m *Memory, _ *fakeStore) {
+			m.Reserve("n1", Volume{Name: vol1})
+		}},
+		{"expected through the other PersistentVolume", func(m *Memory, _ *fakeStore) {
+			m.Reserve("n1", Volume{Name: vol1})
+			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), vol1, time.Now())
+			m.Created(storedVA("csi-a", "n1", "pv1", "uid-1", "100"))
+		}},
+		{"attached through the other PersistentVolume", func(m *Memory, s *fakeStore) {
+			va := storedVA("csi-a", "n1", "pv1", "uid-1", "100")
+			s.vas[va.Name] = va
+			m.Observed(va)
+		}},
+		{"attached through a PersistentVolume that is gone", func(m *Memory, s *fakeStore) {
+			va := storedVA(migration.VolumeAttachmentName("h1", "d", "n1"), "n1", "deleted", "uid-1", "100")
+			s.vas[va.Name] = va
+			m.Observed(va)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, s := newTestMemory("n1", "n2")
+			tc.setup(m, s)
+			// pv1-again names the same disk (driver d, handle h1).
+			if other := m.Reserve("n2", Volume{Name: vol1}); other != "n1" {
+				t.Errorf("n2 found the disk held by %q, want n1", other)
+			}
+			if err := m.Check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// A failed in-tree attach releases its reservation and wakes the nodes that waited for it.
+func TestReleaseWakesWaiters(t *testing.T) {
+	m, _ := newTestMemory("n1", "n2")
+	m.Reserve("n1", Volume{Name: vol1})
+	m.Reserve("n2", Volume{Name: vol1})
+	if wake := m.Release(vol1, "n1"); len(wake) != 1 || wake[0] != "n2" {
+		t.Errorf("Release woke %v, want n2", wake)
+	}
+	if wake := m.Release(vol1, "n1"); len(wake) != 0 {
+		t.Errorf("a second Release woke %v, want none", wake)
+	}
+}
+
+// A node stops waiting for a volume once its reconcile no longer asks for it (the pod left):
+// waiters are bounded by the waits in force.
+func TestWaitersEndWithTheWait(t *testing.T) {
+	m, _ := newTestMemory("n1", "n2", "n3")
+	m.Reserve("n1", Volume{Name: vol1})
+	m.Reserve("n2", Volume{Name: vol1})
+	m.Reserve("n3", Volume{Name: vol1})
+	m.ForgetUnrenewed("n2", nil, map[string]bool{}, nil)
+	if got := m.Waiters(vol1); len(got) != 1 || got[0] != "n3" {
+		t.Errorf("waiters %v, want [n3]", got)
+	}
+	m.ForgetUnrenewed("n3", nil, map[string]bool{vol1: true}, nil)
+	m.ForgetUnrenewed("n3", nil, nil, nil)
+	if n := m.WaitedVolumes(); n != 0 {
+		t.Errorf("%d volumes still waited for, want 0", n)
+	}
+	if err := m.Check(); err != nil {
+		t.Error(err)
+	}
+}

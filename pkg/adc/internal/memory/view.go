@@ -22,6 +22,10 @@ type ViewedVA struct {
 	VA *storagev1.VolumeAttachment
 	// DeleteRequested: adc sent the delete of this very object.
 	DeleteRequested bool
+	// Volume is the unique name of the volume memory filed the object under (the one adc
+	// decided when it created it, or the one its PersistentVolume named when observed);
+	// empty when memory could not name it.
+	Volume string
 }
 
 // NodeAttachments reads the node's actual attachments. The store is read under the lock: the
@@ -37,7 +41,7 @@ func (m *Memory) NodeAttachments(node *v1.Node) NodeView {
 	seen := make(map[string]bool, len(stored))
 	for _, va := range stored {
 		seen[va.Name] = true
-		view.VolumeAttachments = append(view.VolumeAttachments, ViewedVA{VA: va, DeleteRequested: m.deleteRequestedLocked(va)})
+		view.VolumeAttachments = append(view.VolumeAttachments, ViewedVA{VA: va, DeleteRequested: m.deleteRequestedLocked(va), Volume: m.sources.volumeOf[va.Name]})
 	}
 	// In name order, so a node's decisions (and their API calls) come in the same order for
 	// the same state.
@@ -50,8 +54,8 @@ func (m *Memory) NodeAttachments(node *v1.Node) NodeView {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		va := expected[name].va
-		view.VolumeAttachments = append(view.VolumeAttachments, ViewedVA{VA: va, DeleteRequested: m.deleteRequestedLocked(va)})
+		e := expected[name]
+		view.VolumeAttachments = append(view.VolumeAttachments, ViewedVA{VA: e.va, DeleteRequested: m.deleteRequestedLocked(e.va), Volume: e.volume})
 	}
 	m.learnInTreeLocked(node)
 	view.InTree = m.inTreeOfLocked(node.Name)
