@@ -9,7 +9,6 @@
 package actual
 
 import (
-
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 

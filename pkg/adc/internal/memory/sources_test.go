@@ -17,7 +17,6 @@ func newTestVA(name, node, pv string) *storagev1.VolumeAttachment {
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}}}
 }
 
-
 func TestVASources(t *testing.T) {
 	pvs := testPVs{"pv1": "h1", "pv1-again": "h1"}
 	vol := migration.CSIUniqueName("d", "h1")
