@@ -3,7 +3,8 @@
 // many nodes reconcile at once: a reconcile decides (taking the ReadWriteOnce reservation
 // and recording the create expectation in memory) and queues; the queue's workers send, as
 // fast as the client budget and the API server allow, and settle each answer in memory. The
-// Queue owns the decided jobs, the creates in flight and the last refusals, under its lock.
+// Queue owns the decided jobs, the creates in flight and the backoff of the names whose
+// create failed, under its lock.
 package creates
 
 import (
@@ -19,7 +20,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/retry"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -57,34 +57,46 @@ type Options struct {
 	Wake  func(node string)
 	Retry func(node string, after time.Duration)
 	Clock clock.WithTicker
+	// InitialBackoff and MaxBackoff time the backoff of a name whose create failed: no create
+	// of it is sent before InitialBackoff after the first failure, the wait doubling per
+	// failure up to MaxBackoff. Zero: DefaultInitialBackoff, DefaultMaxBackoff.
+	InitialBackoff, MaxBackoff time.Duration
 }
 
 // Queue holds the decided creates and sends them from Work.
 type Queue struct {
-	opts  Options
-	queue workqueue.TypedInterface[string]
-	// retries is the backoff of failed creates, per VolumeAttachment name.
-	retries workqueue.TypedRateLimiter[string]
+	opts Options
+	// queue holds the names of the queued creates; one that ProcessNext found backing off
+	// is added again when its backoff is over.
+	queue workqueue.TypedDelayingInterface[string]
 
 	mu sync.Mutex
 	// jobs holds each queued create and inFlight each one sent and not yet answered (true:
 	// a reconcile waits for its answer).
 	jobs     map[string]Job
 	inFlight map[string]bool
-	// errs is the last refusal of each VolumeAttachment's create, shown in its pair's reason
-	// until a create of it succeeds.
-	errs map[string]string
+	// refusals is the backoff and last failure of each name whose last create failed, until
+	// a create of it succeeds, its queued create is withdrawn, or nothing decided it again
+	// for MaxBackoff after its backoff was over (sweepLocked, at most once per nextSweep).
+	refusals  map[string]*refusal
+	nextSweep time.Time
 }
 
 // New returns an empty queue.
 func New(opts Options) *Queue {
+	if opts.InitialBackoff <= 0 {
+		opts.InitialBackoff = DefaultInitialBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
 	return &Queue{
-		opts:     opts,
-		queue:    workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: QueueName, Clock: opts.Clock}),
-		retries:  retry.New(opts.Clock, retry.DefaultBase, retry.DefaultMax),
+		opts: opts,
+		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name: QueueName, Clock: opts.Clock}),
 		jobs:     map[string]Job{},
 		inFlight: map[string]bool{},
-		errs:     map[string]string{},
+		refusals: map[string]*refusal{},
 	}
 }
 
@@ -93,15 +105,23 @@ func New(opts Options) *Queue {
 // as there are workers, in the order they were decided, so a node's creates go together and
 // nodes finish one after another), whatever the number of node workers and however long one
 // create takes.
+//
+// A create of a name whose last create failed is not sent before the name's backoff is over
+// (ProcessNext): a node reconcile decides it again on every event of the node, and an API
+// server that refuses it (an admission webhook, a quota) would otherwise get it at that
+// rate. Adding it again while it waits changes nothing: it is not sent earlier, and the
+// backoff goes on as it was.
 func (q *Queue) Add(j Job) {
 	q.mu.Lock()
 	q.jobs[j.VA.Name] = j
+	q.sweepLocked(q.opts.Clock.Now())
 	q.mu.Unlock()
 	q.queue.Add(j.VA.Name)
 }
 
 // Len, Get, Done and ShutDown are the work queue's, of VolumeAttachment names: a worker (or
-// a test playing one) gets a name, sends its create (Send) and is done with it.
+// a test playing one) gets a name, sends its create (Send) and is done with it. A name whose
+// backoff ProcessNext found not over is out of Len until it is.
 func (q *Queue) Len() int                      { return q.queue.Len() }
 func (q *Queue) Get() (name string, quit bool) { return q.queue.Get() }
 func (q *Queue) Done(name string)              { q.queue.Done(name) }
@@ -160,6 +180,7 @@ func (q *Queue) Withdraw(name string) Unsent {
 	j, queued := q.jobs[name]
 	if queued {
 		delete(q.jobs, name)
+		delete(q.refusals, name)
 	} else if _, inFlight := q.inFlight[name]; inFlight {
 		q.inFlight[name] = true
 		q.mu.Unlock()
@@ -180,41 +201,55 @@ func (q *Queue) Work(ctx context.Context) {
 	}
 }
 
-// ProcessNext sends one queued create. A create that failed retries through its node's
-// reconcile, after a per-VolumeAttachment backoff: the reconcile decides again (the pod may
-// be gone, the volume attached elsewhere) rather than the create being resent as it was.
+// ProcessNext sends one queued create, once its name's backoff is over. A create that failed
+// retries through its node's reconcile, after the name's backoff: the reconcile decides again
+// (the pod may be gone, the volume attached elsewhere) rather than the create being resent as
+// it was; a create decided again before the backoff is over waits for the rest of it.
 func (q *Queue) ProcessNext(ctx context.Context) bool {
 	name, quit := q.queue.Get()
 	if quit {
 		return false
 	}
 	defer q.queue.Done(name)
-	node, err := q.Send(ctx, name)
-	switch {
-	case err != nil:
-		klog.FromContext(ctx).Error(err, "Creating VolumeAttachment failed, will retry", "volumeAttachment", klog.KRef("", name), "node", node)
-		q.opts.Retry(node, q.retries.When(name))
-	default:
-		q.retries.Forget(name)
+	q.mu.Lock()
+	wait := q.waitLocked(name, q.opts.Clock.Now())
+	q.mu.Unlock()
+	if wait > 0 {
+		// Decided again while its name backs off: it waits for the rest of the backoff.
+		q.queue.AddAfter(name, wait)
+		return true
+	}
+	node, retryAfter, err := q.send(ctx, name)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Creating VolumeAttachment failed, will retry", "volumeAttachment", klog.KRef("", name),
+			"node", node, "retryAfter", retryAfter)
+		q.opts.Retry(node, retryAfter)
 	}
 	return true
 }
 
-// Send sends the queued create of the VolumeAttachment name and settles its expectation:
-// stored (Created), refused (CreateFailed: the reservation goes and the nodes that waited for
-// it are woken), or unknown (CreateUncertain: kept until the expectation checker reads the
-// object). It returns the create's node and the create's error.
+// Send sends the queued create of the VolumeAttachment name, whatever its backoff, and
+// settles its expectation: stored (Created), refused (CreateFailed: the reservation goes and
+// the nodes that waited for it are woken), or unknown (CreateUncertain: kept until the
+// expectation checker reads the object). It returns the create's node and the create's error.
 func (q *Queue) Send(ctx context.Context, name string) (string, error) {
+	node, _, err := q.send(ctx, name)
+	return node, err
+}
+
+// send is Send; a failed create also returns the name's backoff, when its node is to decide
+// it again.
+func (q *Queue) send(ctx context.Context, name string) (node string, retryAfter time.Duration, err error) {
 	j, ok := q.take(name)
 	if !ok {
-		return "", nil
+		return "", 0, nil
 	}
-	node := j.VA.Spec.NodeName
+	node = j.VA.Spec.NodeName
 	if ctx.Err() != nil {
 		// Shutting down: the create is not sent; nobody waits for it any more.
 		q.opts.Abort(name)
 		q.opts.Memory.CreateFailed(j.VA, j.SourceKey)
-		return node, nil
+		return node, 0, nil
 	}
 	stored, err := q.opts.Writer.Create(ctx, j.VA)
 	defer func() {
@@ -223,6 +258,11 @@ func (q *Queue) Send(ctx context.Context, name string) (string, error) {
 		}
 	}()
 	if err != nil {
+		// The backoff first: a reconcile woken by the settling below decides the create
+		// again, and a worker must find the name backing off.
+		q.mu.Lock()
+		retryAfter = q.refusedLocked(name, err.Error(), q.opts.Clock.Now())
+		q.mu.Unlock()
 		q.opts.Abort(name)
 		if mayHaveHappened(err) {
 			// A timeout may come after the API server stored the object: keep the
@@ -232,16 +272,17 @@ func (q *Queue) Send(ctx context.Context, name string) (string, error) {
 		} else {
 			q.wake(q.opts.Memory.CreateFailed(j.VA, j.SourceKey))
 		}
-		q.noteErr(name, err.Error())
-		return node, fmt.Errorf("creating VolumeAttachment %s for node %s: %w", name, node, err)
+		return node, retryAfter, fmt.Errorf("creating VolumeAttachment %s for node %s: %w", name, node, err)
 	}
-	q.noteErr(name, "")
+	q.mu.Lock()
+	delete(q.refusals, name)
+	q.mu.Unlock()
 	if stored != nil {
 		q.opts.Memory.Created(stored)
 	}
 	klog.FromContext(ctx).V(2).Info("Created VolumeAttachment", "volumeAttachment", klog.KRef("", name),
 		"node", node, "pod", j.Pod, "volume", j.Volume, "driver", j.VA.Spec.Attacher)
-	return node, nil
+	return node, 0, nil
 }
 
 // DropQueued forgets the creates no worker sent before the controller stopped, with their
@@ -280,31 +321,17 @@ func mayHaveHappened(err error) bool {
 	return true
 }
 
-// maxErrs bounds the refusals kept for pair reasons: one per volume whose create keeps
-// failing; past it (a cluster-wide outage) the oldest are not worth keeping apart from the log.
-const maxErrs = 4096
-
-// noteErr records the last refusal of a VolumeAttachment's create ("" once one succeeded),
-// for the reason its pair shows on the dashboard while the create is retried.
-func (q *Queue) noteErr(name, msg string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if msg == "" {
-		delete(q.errs, name)
-		return
-	}
-	if len(q.errs) >= maxErrs {
-		clear(q.errs)
-	}
-	q.errs[name] = msg
-}
-
-// TakeErr returns the last refusal of a VolumeAttachment's create, or "", and forgets it:
-// the retry that shows it queues the create again, whose answer records anew.
+// TakeErr returns the last failure of a VolumeAttachment's create, or "", and forgets it
+// (not the name's backoff): the retry that shows it queues the create again, whose answer
+// records anew.
 func (q *Queue) TakeErr(name string) string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	msg := q.errs[name]
-	delete(q.errs, name)
+	r := q.refusals[name]
+	if r == nil {
+		return ""
+	}
+	msg := r.msg
+	r.msg = ""
 	return msg
 }

@@ -53,6 +53,7 @@ func (w *writer) Delete(context.Context, string, types.UID) error { return nil }
 
 type fixture struct {
 	q       *Queue
+	clk     *testingclock.FakeClock
 	mem     *fakeMemory
 	w       *writer
 	woken   []string
@@ -61,8 +62,8 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{mem: &fakeMemory{}, w: &writer{}}
-	f.q = New(Options{Writer: f.w, Memory: f.mem, Clock: testingclock.NewFakeClock(time.Unix(0, 0)),
+	f := &fixture{mem: &fakeMemory{}, w: &writer{}, clk: testingclock.NewFakeClock(time.Unix(0, 0))}
+	f.q = New(Options{Writer: f.w, Memory: f.mem, Clock: f.clk,
 		Abort: func(name string) { f.aborted = append(f.aborted, name) },
 		Wake:  func(node string) { f.woken = append(f.woken, node) },
 		Retry: func(node string, _ time.Duration) { f.retried = append(f.retried, node) }})

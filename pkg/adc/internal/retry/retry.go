@@ -1,5 +1,7 @@
-// Package retry is the backoff of adc's work queues (node reconciles, node status writes,
-// VolumeAttachment creates): exponential in time, not in attempts.
+// Package retry is the backoff of adc's work queues of nodes (node reconciles, node status
+// writes): exponential in time, not in attempts. (VolumeAttachment creates back off per name
+// in their own queue, package creates, which also keeps a refused create from being sent
+// before its backoff is over.)
 //
 // client-go's default controller rate limiter doubles an item's delay on every failure, up to
 // 1,000 s, and adds a shared 10-per-second bucket. adc reconciles a node on every event that
