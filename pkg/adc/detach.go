@@ -93,6 +93,11 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 		return
 	}
 	if r.inUseBlocks(node, a, st) {
+		// The cache said the volume was not in use and the API server says it is: the Node
+		// cache is behind, and the event that shows the unmount may never come as a change
+		// of the node (a relist folds it into one update that only lists more, which goes to
+		// the status writer alone). Look again without waiting for one.
+		r.retryIn(staleNodeRecheck)
 		return
 	}
 	job := detachJob{a: a, notReadySince: migration.NotReadySince(node)}
@@ -132,6 +137,10 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 	// delete or cloud detach must not stall the status writes of the nodes sharing the lock.
 	r.detaches = append(r.detaches, job)
 }
+
+// staleNodeRecheck is how soon a detach that only the fresh read of the node blocked is
+// decided again.
+const staleNodeRecheck = 5 * time.Second
 
 // detachJob is a detach a node reconcile decided on.
 type detachJob struct {

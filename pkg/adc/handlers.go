@@ -69,7 +69,17 @@ func (c *Controller) pvcHandler() cache.ResourceEventHandler {
 func (c *Controller) pvHandler() cache.ResourceEventHandler {
 	enqueue := func(obj interface{}) {
 		pv, ok := cached.PVOf(cached.UnwrapTombstone(obj))
-		if !ok || pv.Spec.ClaimRef == nil {
+		if !ok {
+			return
+		}
+		// The nodes its volume is attached to: a PersistentVolume that comes back (or is
+		// re-created for the disk) names their attachments again and may change their rule.
+		if driver, handle, ok := migration.PVCSIIdentity(pv); ok {
+			for _, node := range c.mem.NodesWithVolume(migration.CSIUniqueName(driver, handle)) {
+				c.enqueueNode(node)
+			}
+		}
+		if pv.Spec.ClaimRef == nil {
 			return
 		}
 		c.enqueueClaimUsers(cached.ClaimRef{Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name})

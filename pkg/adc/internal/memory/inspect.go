@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/migration-aware/adc/pkg/migration"
 )
 
 // The reads below copy what they return, under the lock. Tests (the explorer's state key and
@@ -168,6 +170,22 @@ func (m *Memory) Reserved(volume string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.reservations[volume]
+}
+
+// NodesWithVolume returns the nodes with a VolumeAttachment of the volume (its unique name).
+func (m *Memory) NodesWithVolume(volume string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	for _, v := range m.sources.byVolume.Values(volume) {
+		seen[v.node] = true
+	}
+	for _, va := range m.sources.unnamed {
+		if migration.VolumeAttachmentIsFor(va, volume) {
+			seen[va.Spec.NodeName] = true
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // Waiters returns the nodes waiting for a volume (its unique name), sorted.
