@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -176,6 +177,7 @@ func TestRefusedCreateShowsInThePairReason(t *testing.T) {
 	f.att.createErr = apierrors.NewForbidden(schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}, "x", nil)
 	f.syncNode("n1")
 	f.att.createErr = nil
+	f.clk.Step(creates.DefaultInitialBackoff) // the refused name's backoff is over
 	f.syncNode("n1")
 	var reason string
 	for _, s := range f.c.Snapshot() {

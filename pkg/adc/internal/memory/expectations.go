@@ -188,12 +188,17 @@ func (m *Memory) Gone(va *storagev1.VolumeAttachment) []string {
 		m.pruneDetachVolumeLocked(volume)
 		return m.takeWaitersLocked(volume)
 	}
-	// An object whose volume was never named: wake whoever waits for the volume its name
-	// proves it attached.
+	// An object whose volume was never named: what memory keeps for the volume its name
+	// proves it attached ends as for a named one.
 	var wake []string
 	for _, waited := range sortedKeys(m.waiters) {
 		if migration.VolumeAttachmentIsFor(va, waited) {
 			wake = append(wake, m.takeWaitersLocked(waited)...)
+		}
+	}
+	for _, noted := range sortedKeys(m.detachVolumes) {
+		if migration.VolumeAttachmentIsFor(va, noted) {
+			m.pruneDetachVolumeLocked(noted)
 		}
 	}
 	return wake
