@@ -27,6 +27,8 @@ type pair struct {
 	ids    actual.Identity
 	// att is the existing attachment of this volume on the node, if any.
 	att *actual.Attachment
+	// st is the pair's state in the running reconcile.
+	st *PairState
 }
 
 // desiredPairs decides every volume of every active pod scheduled to the node.

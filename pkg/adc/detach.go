@@ -16,6 +16,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodeplan"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -25,17 +26,14 @@ import (
 // DetachPolicy may accept it as evidence (migration.DetachRule).
 const OutOfServiceTaint = v1.TaintNodeOutOfService
 
-// reconcileDetach handles an attachment no active pod on the node needs. It detaches only
-// what is safe: not reported in use by the kubelet (unless the node is out of service or not
-// Ready for longer than MaxWaitForUnmount), and only after node status stopped listing it.
-//
-// The informer's Node may be older than the truth (after an API server restart the Node
-// watch can come back long after the Pod and VolumeAttachment ones), so the cache can only
-// stop a detach, never allow one: every step that moves a detach forward (removing the volume
-// from node status, deleting the VolumeAttachment, calling the in-tree detacher) is decided
-// on the Node as the API server has it now, read once per reconcile.
+// reconcileDetach applies the plan of an attachment no active pod on the node needs
+// (nodeplan.PlanDetach): planned on the cached node first, which can only stop a detach, then
+// on the node as the API server has it now, read once per reconcile (the informer's Node may
+// be older than the truth: after an API server restart the Node watch can come back long
+// after the Pod and VolumeAttachment ones). Every step that moves a detach forward (removing
+// the volume from node status, deleting the VolumeAttachment, calling the in-tree detacher)
+// comes from that second plan.
 func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
-	logger := klog.FromContext(ctx)
 	st := &PairState{
 		Node: r.node.Name, PV: a.PVName, Driver: a.Driver, Mechanism: a.Mechanism(),
 		UniqueName: a.UniqueName, Phase: PhaseDetaching,
@@ -47,104 +45,75 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 	}
 	r.states = append(r.states, st)
 
-	if a.Deleting {
-		st.Reason = "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
-		return
-	}
-	if a.VA != nil && a.VA.UID == "" {
+	in := nodeplan.DetachInput{Attachment: a, Rule: r.c.ruleOfAttachment(a), Node: r.node, Now: r.now}
+	if !a.Deleting && a.VA != nil && a.VA.UID == "" {
 		// An expected create without an answer: withdraw it if it is still queued, else wait
 		// for its answer (which wakes the node) rather than delete by name what it may make.
 		switch r.c.creates.Withdraw(a.VA.Name) {
 		case creates.Cancelled:
-			st.Reason = "no active pod on the node uses the volume any more; its VolumeAttachment create was still queued and is not sent"
-			return
+			in.Unsent = nodeplan.CreateCancelled
 		case creates.Awaited:
-			st.Phase = PhaseDetachBlocked
-			st.Reason = "no active pod on the node uses the volume any more; it is detached once the create of its VolumeAttachment, in flight, is answered"
-			return
+			in.Unsent = nodeplan.CreateAwaited
 		}
 	}
-	if a.Released == nil && r.inUseBlocks(r.node, a, st) {
+	d := nodeplan.PlanDetach(in)
+	if d.Step == nodeplan.ReadNode {
+		node, err := r.freshNode(ctx)
+		if err != nil {
+			st.Phase = PhaseDetachBlocked
+			st.Reason = "reading the node from the API server before detaching failed; retrying: " + err.Error()
+			r.errs = append(r.errs, err)
+			return
+		}
+		in.Node, in.Fresh = node, true
+		d = nodeplan.PlanDetach(in)
+	}
+	r.applyDetach(ctx, a, in, d, st)
+}
+
+// applyDetach carries out the plan of an attachment: reports it, emits its Events, marks the
+// volume detaching and queues the detach.
+func (r *nodeRun) applyDetach(ctx context.Context, a *actual.Attachment, in nodeplan.DetachInput, d nodeplan.DetachPlan, st *PairState) {
+	st.Phase, st.Reason, st.Detach = d.Phase, d.Reason, d.Verdict
+	if d.RetryIn > 0 {
+		r.retryIn(d.RetryIn)
+	}
+	if d.HeldByPolicy != "" {
+		node := in.Node
+		r.c.eventOnce(node.Name, func() runtime.Object { return node }, "held:"+a.Name(), v1.EventTypeNormal, ReasonDetachHeldByPolicy, d.HeldByPolicy, r.events)
+	}
+	if d.Step != nodeplan.Unlist && d.Step != nodeplan.Detach {
 		return
 	}
-	node, err := r.freshNode(ctx)
-	switch {
-	case err != nil:
-		st.Phase = PhaseDetachBlocked
-		st.Reason = "reading the node from the API server before detaching failed; retrying: " + err.Error()
-		r.errs = append(r.errs, err)
-		return
-	case node == nil:
-		st.Phase = PhaseDetachBlocked
-		st.Reason = "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion"
-		return
-	case !migration.IsManagedNode(node):
-		st.Phase = PhaseDetachBlocked
-		st.Reason = "the node no longer has the " + ManagedAnnotation + " annotation; adc leaves its volumes alone"
-		return
-	}
-	rule := r.c.ruleOfAttachment(a)
-	verdict := rule.Verdict(node, r.now)
-	if a.Released != nil && !verdict.ReleasesPods {
-		// The cache showed evidence that freed the volume from the node's pods; the API
-		// server's Node no longer does (Ready again, taint removed): the pods keep it.
-		st.Phase = PhaseDetachBlocked
-		st.Reason = "pods on the node still use the volume and the node as the API server has it now shows no evidence that frees it (policy " + rule.Policy + "); kept"
-		return
-	}
-	if r.inUseBlocks(node, a, st) {
-		// The cache said the volume was not in use and the API server says it is: the Node
-		// cache is behind, and the event that shows the unmount may never come as a change
-		// of the node (a relist folds it into one update that only lists more, which goes to
-		// the status writer alone). Look again without waiting for one.
-		r.retryIn(staleNodeRecheck)
-		return
-	}
-	job := detachJob{a: a, notReadySince: migration.NotReadySince(node)}
-	if inUse, why := a.InUseOn(node); inUse {
-		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", a.Name(), node.Name, verdict.Reason, why)
-		if rule.Policy != migration.BuiltInRule {
-			msg += " (DetachPolicy " + rule.Policy + ")"
+	node := in.Node
+	if d.Forced != "" {
+		verdict := in.Rule.Verdict(node, r.now)
+		msg := fmt.Sprintf("Force-detaching volume %s from node %s: %s, although %s", a.Name(), node.Name, verdict.Reason, d.ForcedWhy)
+		if in.Rule.Policy != migration.BuiltInRule {
+			msg += " (DetachPolicy " + in.Rule.Policy + ")"
 		}
 		r.c.eventOnce(r.node.Name, func() runtime.Object { return node }, "node:"+node.Name, v1.EventTypeWarning, ReasonForcedDetach, msg, r.events)
-		logger.Info("Force-detaching volume", "uniqueName", a.UniqueName, "reason", verdict.Reason, "evidence", verdict.Evidence, "detachPolicy", rule.Policy)
-		job.forced = string(verdict.Evidence)
+		klog.FromContext(ctx).Info("Force-detaching volume", "uniqueName", d.UniqueName, "reason", verdict.Reason, "evidence", d.Forced, "detachPolicy", in.Rule.Policy)
 	}
-	job.evidence = notReadyLabel(node, migration.Evidence(job.forced))
-	if job.forced == "" && a.Released != nil {
-		// Not reported in use, and freed from its pods by evidence: the evidence decided it.
-		job.evidence = a.Released.Evidence
-	}
-	if a.UniqueName == "" && a.VA != nil {
-		// A VolumeAttachment whose PersistentVolume is gone: the fresh node's lists name it.
-		a.UniqueName = actual.UniqueNameOnNode(a.VA, node)
-		st.UniqueName = a.UniqueName
-	}
-	if a.UniqueName != "" {
+	a.UniqueName, st.UniqueName = d.UniqueName, d.UniqueName
+	if d.UniqueName != "" {
 		// From here on no status write lists the volume again (the status lock, held since
 		// the fresh read, means none is in flight now).
-		r.c.mem.MarkDetaching(r.node.Name, a.UniqueName)
-		if a.ListedOn(node) {
-			st.Reason = "removing the volume from the node's status.volumesAttached before detaching it"
-			return
-		}
+		r.c.mem.MarkDetaching(r.node.Name, d.UniqueName)
 	}
-	st.Reason = "detaching: no active pod on the node uses the volume"
-	if a.Released != nil {
-		st.Reason = "detaching: " + a.Released.Reason + " (DetachPolicy " + a.Released.Rule + "), so the node's pods no longer use the volume"
+	if d.Step == nodeplan.Unlist {
+		return
 	}
 	// Sent once the run's detach decisions are made and the status lock is released: a slow
 	// delete or cloud detach must not stall the status writes of the nodes sharing the lock.
-	r.detaches = append(r.detaches, job)
+	r.detaches = append(r.detaches, detachJob{a: a, in: in, forced: string(d.Forced), notReadySince: d.NotReadySince, evidence: d.Evidence})
 }
-
-// staleNodeRecheck is how soon a detach that only the fresh read of the node blocked is
-// decided again.
-const staleNodeRecheck = 5 * time.Second
 
 // detachJob is a detach a node reconcile decided on.
 type detachJob struct {
 	a *actual.Attachment
+	// in is what the detach was planned from, to plan it again before a forced one is sent.
+	in nodeplan.DetachInput
 	// forced is the evidence that forced it (the forced-detach metric's reason), "" when the
 	// kubelet no longer reported the volume in use.
 	forced string
@@ -152,40 +121,6 @@ type detachJob struct {
 	// detach-latency histogram measured from it.
 	notReadySince time.Time
 	evidence      migration.Evidence
-}
-
-// inUseBlocks reports whether node shows the attachment in use by the kubelet with no reason
-// to detach it anyway (its rule's verdict); then it fills in why and when to look again.
-func (r *nodeRun) inUseBlocks(node *v1.Node, a *actual.Attachment, st *PairState) bool {
-	inUse, why := a.InUseOn(node)
-	if !inUse {
-		return false
-	}
-	v := r.c.ruleOfAttachment(a).Verdict(node, r.now)
-	if v.Force {
-		return false
-	}
-	st.Phase = PhaseDetachBlocked
-	if !migration.NotReadySince(node).IsZero() {
-		st.Detach = &v
-	}
-	switch wait := v.Wait(r.now); {
-	case v.Held:
-		st.Reason = why + "; " + v.Reason
-		r.c.eventOnce(node.Name, func() runtime.Object { return node }, "held:"+a.Name(), v1.EventTypeNormal, ReasonDetachHeldByPolicy,
-			fmt.Sprintf("Volume %s stays attached to node %s: %s", a.Name(), node.Name, v.Reason), r.events)
-	case v.Rule == migration.BuiltInRule:
-		st.Reason = why + "; it is detached once the kubelet unmounts it"
-		if wait > 0 {
-			st.Reason += fmt.Sprintf(", or in %s if the node stays not Ready", wait.Round(time.Second))
-		}
-	default:
-		st.Reason = why + "; it is detached once the kubelet unmounts it, or as DetachPolicy " + v.Rule + " says: " + v.Reason
-	}
-	if wait := v.Wait(r.now); wait > 0 {
-		r.retryIn(wait)
-	}
-	return true
 }
 
 // freshNode reads the reconciled node from the API server (a quorum read, not the informer
@@ -204,52 +139,30 @@ func (r *nodeRun) freshNode(ctx context.Context) (*v1.Node, error) {
 }
 
 // confirmForced tells whether a forced detach, or a detach of a volume evidence freed from
-// the node's pods, that the run decided may still be sent, and if not takes the volume
-// back: it stays attached and goes back into the node's status.
-func (r *nodeRun) confirmForced(ctx context.Context, a *actual.Attachment) bool {
-	ok, why, err := r.stillForced(ctx, a)
-	if err != nil {
-		// Unconfirmed is not confirmed: the reconcile is retried.
-		r.errs = append(r.errs, err)
-	}
-	if !ok {
-		r.c.mem.CancelDetach(r.node.Name, a.UniqueName)
-		klog.FromContext(ctx).Info("Not force-detaching volume after all: the node as the API server has it now does not allow it", "uniqueName", a.UniqueName, "reason", why)
-	}
-	return ok
-}
-
-// stillForced reads the node again right before a forced detach of a volume its kubelet
-// reported in use is sent. The reconcile decided it on the read taken before all its other
-// decisions; a node that came back since (Ready again, its out-of-service taint gone) still
-// has the volume mounted, and detaching it then is what the forced-detach rules exist to
-// avoid. The chaos test caught that window: a leader that had just taken over force-detached
-// the volumes of a node whose kubelet came back 9 ms before the deletes. What is left is the
-// time between this read and the delete; Kubernetes has no precondition across objects.
-func (r *nodeRun) stillForced(ctx context.Context, a *actual.Attachment) (bool, string, error) {
+// the node's pods, that the run decided may still be sent: the detach is planned again on one
+// more read of the node right before it (nodeplan.Confirmed). If not, the volume is taken
+// back: it stays attached and goes back into the node's status. What is left is the time
+// between this read and the delete; Kubernetes has no precondition across objects.
+func (r *nodeRun) confirmForced(ctx context.Context, j detachJob) bool {
 	// Under the status lock, as every fresh read: no status write of the node is in flight.
 	unlock := r.c.nodeStatus.Locks().Lock(r.node.Name)
 	node, err := r.c.readNode(ctx, r.node.Name)
 	unlock()
-	switch {
-	case err != nil:
-		return false, "confirming the forced detach failed: " + err.Error(), err
-	case node == nil:
-		return false, "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion", nil
+	ok, why := false, ""
+	if err != nil {
+		// Unconfirmed is not confirmed: the reconcile is retried.
+		why = "confirming the forced detach failed: " + err.Error()
+		r.errs = append(r.errs, err)
+	} else {
+		in := j.in
+		in.Node, in.Fresh, in.Unsent, in.Now = node, true, nodeplan.NoCreate, r.c.opts.Clock.Now()
+		ok, why = nodeplan.Confirmed(in)
 	}
-	v := r.c.ruleOfAttachment(a).Verdict(node, r.c.opts.Clock.Now())
-	if a.Released != nil && !v.ReleasesPods {
-		// Pods on the node still use the volume: only evidence that frees it from them (a
-		// fencing taint, a cloud shutdown) let the detach go, and the node no longer shows it.
-		return false, "pods on the node still use the volume and the node no longer shows the evidence that freed it from them (" + v.Reason + ")", nil
+	if !ok {
+		r.c.mem.CancelDetach(r.node.Name, j.a.UniqueName)
+		klog.FromContext(ctx).Info("Not force-detaching volume after all: the node as the API server has it now does not allow it", "uniqueName", j.a.UniqueName, "reason", why)
 	}
-	if inUse, _ := a.InUseOn(node); !inUse {
-		return true, "", nil
-	}
-	if !v.Force {
-		return false, "the kubelet reports the volume in use and the node no longer shows the evidence that forced its detach (" + v.Reason + ")", nil
-	}
-	return true, "", nil
+	return ok
 }
 
 // readNode is one quorum read of a Node, counted for the detach-safety metric.

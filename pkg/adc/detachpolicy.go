@@ -123,17 +123,3 @@ func (c *Controller) releasedByEvidence(node *v1.Node, pairs []*pair, now time.T
 	}
 	return kept, released
 }
-
-// notReadyLabel is the detach-latency label of a detach from a node that is not Ready: the
-// evidence that forced it, or, for a volume the kubelet no longer reports in use, the
-// graceful shutdown that (with that proof) released it, or not-in-use.
-func notReadyLabel(node *v1.Node, forced migration.Evidence) migration.Evidence {
-	switch {
-	case forced != "":
-		return forced
-	case migration.GracefulShutdown(node):
-		return migration.EvidenceGracefulShutdown
-	default:
-		return migration.EvidenceNotInUse
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
+	"github.com/migration-aware/adc/pkg/adc/internal/nodeplan"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -43,9 +44,9 @@ type nodeRun struct {
 	unlockStatus func()
 	// detaches are the detaches this run decided on, sent after the status lock is released.
 	detaches []detachJob
-	// attachedThisRun maps a volume (its unique name) attached in this run to its attachment,
-	// so two pods sharing a volume on the node, by one PersistentVolume or two, attach it once.
-	attachedThisRun map[string]*actual.Attachment
+	// pairsOfRun are the node's desired pairs, in plan order: a pair that shares another's
+	// attach (two pods, or two PersistentVolumes of one disk) reads its outcome there.
+	pairsOfRun []*pair
 }
 
 func (r *nodeRun) retryIn(d time.Duration) {
@@ -112,16 +113,17 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 
 	r := &nodeRun{
 		c: c, node: node, now: now,
-		held:            map[pairKey]bool{},
-		events:          map[eventKey]bool{},
-		waiting:         map[string]bool{},
-		attachedThisRun: map[string]*actual.Attachment{},
+		held:       map[pairKey]bool{},
+		events:     map[eventKey]bool{},
+		waiting:    map[string]bool{},
+		pairsOfRun: pairs,
 	}
 	if verifyIn > 0 {
 		r.retryIn(verifyIn)
 	}
-	for _, p := range pairs {
-		r.reconcilePair(ctx, p)
+	plans := nodeplan.PlanPairs(planPairs(pairs), c.inTree.Available())
+	for i, p := range pairs {
+		r.applyPair(ctx, p, plans[i], plans)
 	}
 	for p, v := range released {
 		st := r.pairState(p)
@@ -140,7 +142,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		r.unlockStatus()
 	}
 	for _, j := range r.detaches {
-		if (j.forced != "" || j.a.Released != nil) && !r.confirmForced(ctx, j.a) {
+		if (j.forced != "" || j.a.Released != nil) && !r.confirmForced(ctx, j) {
 			continue
 		}
 		if r.detach(ctx, j.a, j.forced) && !j.notReadySince.IsZero() && c.opts.Observer != nil {
@@ -172,38 +174,56 @@ func (r *nodeRun) pairState(p *pair) *PairState {
 	return st
 }
 
-func (r *nodeRun) reconcilePair(ctx context.Context, p *pair) {
+// planPairs is the node's desired pairs as the plan reads them.
+func planPairs(pairs []*pair) []nodeplan.Pair {
+	out := make([]nodeplan.Pair, len(pairs))
+	for i, p := range pairs {
+		out[i] = nodeplan.Pair{Decision: &p.d, ID: p.ids, Attachment: p.att}
+	}
+	return out
+}
+
+// applyPair carries out the plan of one desired pair (nodeplan.PlanPairs).
+func (r *nodeRun) applyPair(ctx context.Context, p *pair, plan nodeplan.PairPlan, plans []nodeplan.PairPlan) {
 	st := r.pairState(p)
 	r.states = append(r.states, st)
-	held := p.d.Mechanism == migration.MechanismWait || p.d.Mechanism == migration.MechanismError
-
-	if a := p.att; a != nil {
-		r.existing(p, a, st)
-		if held {
-			r.hold(ctx, p, st, "; the volume's existing attachment to the node is kept")
-		}
-		return
-	}
-	if a := r.attachedThisRun[p.ids.Volume]; a != nil && p.ids.Volume != "" {
-		if a.VA != nil {
-			st.Phase, st.VolumeAttachment = PhaseAttaching, a.VA.Name
-		} else {
-			st.Phase = PhaseAttached
-		}
-		return
-	}
-	switch p.d.Mechanism {
-	case migration.MechanismWait, migration.MechanismError:
+	p.st = st
+	switch plan.Step {
+	case nodeplan.Keep:
+		r.existing(p, p.att, st)
+	case nodeplan.KeepHeld:
+		r.existing(p, p.att, st)
+		r.hold(ctx, p, st, "; the volume's existing attachment to the node is kept")
+	case nodeplan.Shared:
+		r.shared(p, r.pairsOfRun[plan.SharedWith], st)
+	case nodeplan.Hold:
 		r.hold(ctx, p, st, "")
-	case migration.MechanismNotAttachable, migration.MechanismCSINoAttach:
+	case nodeplan.HoldNoInTreeAttacher:
+		st.Reason = intree.HeldReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
+		r.hold(ctx, p, st, "")
+	case nodeplan.NotNeeded:
 		st.Phase = PhaseNotNeeded
-	case migration.MechanismCSI:
+	case nodeplan.AttachCSI:
 		r.attachCSI(p, st)
-	case migration.MechanismInTree:
+	case nodeplan.AttachInTree:
 		r.attachInTree(ctx, p, st)
 	default:
 		st.Phase = PhaseHeld
 		st.Reason = fmt.Sprintf("unknown mechanism %q; this is a bug in adc", p.d.Mechanism)
+	}
+}
+
+// shared describes a pair whose volume an earlier pair of the run attaches: it shares that
+// attach's outcome, and a ReadWriteOnce conflict is reported for its pod too.
+func (r *nodeRun) shared(p, first *pair, st *PairState) {
+	fs := first.st
+	st.Phase, st.VolumeAttachment, st.UniqueName = fs.Phase, fs.VolumeAttachment, fs.UniqueName
+	if fs.Phase == PhaseMultiAttach || fs.Phase == PhaseAttaching && first.d.Mechanism == migration.MechanismInTree {
+		st.Reason = fs.Reason
+	}
+	if fs.Phase == PhaseMultiAttach {
+		r.waiting[p.ids.Volume] = true
+		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)
 	}
 }
 
@@ -264,7 +284,6 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	r.c.mem.ExpectCreate(va, p.ids.Volume, r.now)
 	r.c.startOp(OperationAttach, va, p, r.now)
-	r.attachedThisRun[p.ids.Volume] = &actual.Attachment{VA: va}
 	st.Phase = PhaseAttaching
 	if msg := r.c.creates.TakeErr(va.Name); msg != "" {
 		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
@@ -273,11 +292,6 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
-	if !r.c.inTree.Available() {
-		st.Reason = intree.HeldReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
-		r.hold(ctx, p, st, "")
-		return
-	}
 	if !r.reserve(p, st) {
 		return
 	}
@@ -291,7 +305,6 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		st.Reason = msg
 		return
 	}
-	r.attachedThisRun[p.ids.Volume] = &actual.Attachment{UniqueName: p.d.UniqueName, Volume: p.ids.Volume, Attached: true}
 	klog.FromContext(ctx).V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
 	st.Phase = PhaseAttached
 }
@@ -312,9 +325,14 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	r.waiting[p.ids.Volume] = true
 	st.Phase = PhaseMultiAttach
 	st.Reason = migration.MultiAttachReason(other)
-	msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
-	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
+	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)
 	return false
+}
+
+// multiAttachMessage is upstream's FailedAttachVolume message for a ReadWriteOnce volume
+// attached to another node.
+func multiAttachMessage(p *pair) string {
+	return fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", displayVolume(p))
 }
 
 func displayVolume(p *pair) string {
