@@ -7,9 +7,10 @@
 //
 //	controller.go, options.go   New, Run, the node and status queues and their workers; Options
 //	handlers.go, indexers.go    informer event handlers: what change re-decides which node
-//	reconcile.go                syncNode: desired pairs against actual attachments, per node
+//	reconcile.go                syncNode: read, plan (internal/nodeplan), apply the pairs' steps
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
-//	detach.go                   the detach half of a reconcile; detach of deleted nodes
+//	detach.go                   applying the detach steps: fresh reads, confirmations, deletes;
+//	                            detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
 //	world.go                    what memory and the checker read of the informer stores
 //	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
@@ -20,8 +21,10 @@
 // and, under internal/, one job per package, each owning its state and lock if it has any;
 // none imports pkg/adc:
 //
-//	memory       adc's memory between reconciles, behind one lock, with its invariants
+//	memory       adc's memory between reconciles, behind one lock, with its invariants; every
+//	             volume in it is its unique volume name (migration.VolumeName)
 //	actual       a node's actual state, rebuilt from memory's view; which attachment is a volume's
+//	nodeplan     the plan of a node's reconcile, pure: steps for each pair and attachment
 //	creates      the create queue: decided VolumeAttachment creates, sent by its own workers
 //	nodestatus   status.volumesAttached, written from the status queue; the per-node status locks
 //	expectcheck  the checker that ends create expectations the informer never will
