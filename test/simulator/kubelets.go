@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -11,13 +12,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	csitrans "k8s.io/csi-translation-lib"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/test/testinformers"
 )
@@ -27,9 +32,18 @@ import (
 // simulated kubelet heartbeats its node Ready and runs a volume manager that "mounts" a CSI
 // volume of a pod scheduled to its node only once the volume is listed in the node's
 // status.volumesAttached (then reports it in status.volumesInUse), and "unmounts" it a short
-// random while after the last such pod is gone (then drops it from status.volumesInUse). It
-// writes status.volumesInUse with a merge patch on nodes/status and never touches
-// status.volumesAttached, which belongs to the attach/detach controller. Nothing is mounted.
+// random while after the last such pod is gone or terminated (then drops it from
+// status.volumesInUse). It writes status.volumesInUse with a merge patch on nodes/status and
+// never touches status.volumesAttached, which belongs to the attach/detach controller. Nothing
+// is mounted and no container runs.
+//
+// A pod is terminated, and wants no volumes, when its phase is Succeeded or Failed, or when it
+// is being deleted (deletionTimestamp set) and none of its containers runs (upstream's
+// IsPodTerminated, the rule of the attach/detach controller). As a real kubelet's status
+// manager does, the simulated kubelet finishes the delete of such a pod (grace period 0, with
+// its UID as precondition) once none of its volumes is mounted for it any more: a pod whose
+// grace-0 delete was cut between the API server's two writes (deletionTimestamp, then the
+// delete) does not stay forever.
 type SimulatedKubelets struct {
 	// Client registers nodes and patches their status.
 	Client kubernetes.Interface
@@ -71,6 +85,16 @@ type simulatedNode struct {
 	cancel   context.CancelFunc
 	mounted  map[string]time.Time // unique volume name -> when to unmount (zero while used)
 	unmounts map[string]int       // unique volume name -> unmounts so far, for the seeded delay
+	// deleted holds the terminated pods whose delete this kubelet finished and its pod
+	// informer may still show, so the delete is not sent again every pass.
+	deleted map[types.UID]bool
+}
+
+// deletingPod is a pod of the node that is being deleted and wants no volumes, with the unique
+// names of its volumes.
+type deletingPod struct {
+	pod     *v1.Pod
+	volumes []string
 }
 
 // Run starts the informers the simulated kubelets read. It returns once they have synced.
@@ -111,7 +135,7 @@ func (k *SimulatedKubelets) AddNode(ctx context.Context, name string) error {
 		}
 	}
 	nctx, cancel := context.WithCancel(k.ctx)
-	n := &simulatedNode{name: name, cancel: cancel, mounted: map[string]time.Time{}, unmounts: map[string]int{}}
+	n := &simulatedNode{name: name, cancel: cancel, mounted: map[string]time.Time{}, unmounts: map[string]int{}, deleted: map[types.UID]bool{}}
 	k.mu.Lock()
 	k.nodes[name] = n
 	k.mu.Unlock()
@@ -219,7 +243,7 @@ func (k *SimulatedKubelets) syncVolumes(ctx context.Context, n *simulatedNode) e
 	for _, av := range node.Status.VolumesAttached {
 		attached[string(av.Name)] = true
 	}
-	wanted, err := k.wantedVolumes(n.name)
+	wanted, deleting, err := k.wantedVolumes(n.name)
 	if err != nil {
 		return err
 	}
@@ -251,48 +275,118 @@ func (k *SimulatedKubelets) syncVolumes(ctx context.Context, n *simulatedNode) e
 		reported = append(reported, string(v))
 	}
 	slices.Sort(reported)
-	if slices.Equal(inUse, reported) {
-		return nil
+	if !slices.Equal(inUse, reported) {
+		if err := (Kubelet{Client: k.Client}).SetVolumesInUse(ctx, n.name, inUse...); err != nil {
+			return err
+		}
+		k.patches.Add(1)
 	}
-	if err := (Kubelet{Client: k.Client}).SetVolumesInUse(ctx, n.name, inUse...); err != nil {
-		return err
+	return k.finishDeletes(ctx, n, deleting)
+}
+
+// finishDeletes deletes (grace period 0, UID precondition) each terminated pod of the node
+// that is being deleted once none of its volumes is mounted for it: a volume is, while it
+// waits to be unmounted; one another pod of the node uses stays mounted for that pod only.
+func (k *SimulatedKubelets) finishDeletes(ctx context.Context, n *simulatedNode, deleting []deletingPod) error {
+	listed := make(map[types.UID]bool, len(deleting))
+	var errs []error
+	for _, d := range deleting {
+		listed[d.pod.UID] = true
+		if n.deleted[d.pod.UID] || slices.ContainsFunc(d.volumes, func(v string) bool {
+			unmountAt, ok := n.mounted[v]
+			return ok && !unmountAt.IsZero()
+		}) {
+			continue
+		}
+		err := k.Client.CoreV1().Pods(d.pod.Namespace).Delete(ctx, d.pod.Name,
+			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(d.pod.UID))})
+		switch {
+		case err == nil:
+			klog.FromContext(ctx).V(2).Info("Simulated kubelet finished the delete of a terminated pod", "node", n.name, "pod", klog.KObj(d.pod))
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone, or another pod of that name (the precondition failed).
+		default:
+			errs = append(errs, fmt.Errorf("deleting terminated pod %s/%s: %w", d.pod.Namespace, d.pod.Name, err))
+			continue
+		}
+		n.deleted[d.pod.UID] = true
 	}
-	k.patches.Add(1)
-	return nil
+	for uid := range n.deleted {
+		if !listed[uid] {
+			delete(n.deleted, uid) // the informer shows the delete
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // wantedVolumes returns the unique names of the CSI volumes of the pods scheduled to node
-// that are not terminated: those of their claims, and with MigratedPlugins the CSI form of
-// their inline volumes of a migrated plugin.
-func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, error) {
+// that are not terminated, and the terminated pods of node that are being deleted.
+func (k *SimulatedKubelets) wantedVolumes(node string) (map[string]bool, []deletingPod, error) {
 	pods, err := k.pods.List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
 	out := map[string]bool{}
+	var deleting []deletingPod
 	for _, pod := range pods {
-		if pod.Spec.NodeName != node || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if pod.Spec.NodeName != node {
 			continue
 		}
-		for _, vol := range pod.Spec.Volumes {
-			if vol.PersistentVolumeClaim == nil {
-				if unique := k.migratedInline(&vol, pod.Namespace); unique != "" {
-					out[unique] = true
-				}
-				continue
+		if podTerminated(pod) {
+			if pod.DeletionTimestamp != nil {
+				deleting = append(deleting, deletingPod{pod: pod, volumes: k.podVolumes(pod)})
 			}
-			claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName)
-			if err != nil || claim.Spec.VolumeName == "" {
-				continue
-			}
-			pv, err := k.pvs.Get(claim.Spec.VolumeName)
-			if err != nil || pv.Spec.CSI == nil {
-				continue
-			}
-			out[CSIUniqueName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)] = true
+			continue
+		}
+		for _, v := range k.podVolumes(pod) {
+			out[v] = true
 		}
 	}
-	return out, nil
+	return out, deleting, nil
+}
+
+// podVolumes returns the unique names of the CSI volumes of pod: those of its claims, and with
+// MigratedPlugins the CSI form of its inline volumes of a migrated plugin.
+func (k *SimulatedKubelets) podVolumes(pod *v1.Pod) []string {
+	var out []string
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil {
+			if unique := k.migratedInline(&vol, pod.Namespace); unique != "" {
+				out = append(out, unique)
+			}
+			continue
+		}
+		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(vol.PersistentVolumeClaim.ClaimName)
+		if err != nil || claim.Spec.VolumeName == "" {
+			continue
+		}
+		pv, err := k.pvs.Get(claim.Spec.VolumeName)
+		if err != nil || pv.Spec.CSI == nil {
+			continue
+		}
+		out = append(out, CSIUniqueName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))
+	}
+	return out
+}
+
+// podTerminated is upstream's IsPodTerminated: the pod's phase is Succeeded or Failed, or it is
+// being deleted and none of its containers (init, app or ephemeral) runs. A terminated pod
+// wants no volumes.
+func podTerminated(pod *v1.Pod) bool {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return true
+	}
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, statuses := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, st := range statuses {
+			if st.State.Terminated == nil && st.State.Waiting == nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // migratedInline returns the CSI unique name of an inline volume of a migrated plugin, ""

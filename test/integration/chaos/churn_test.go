@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -34,6 +35,14 @@ import (
 //
 // Every choice comes from seeded streams: the steady churn has one, each burst its own
 // (seed, burst number), so the choices do not depend on how the two interleave.
+//
+// A delete of a scheduled pod with grace period 0 is two writes in the API server (set
+// deletionTimestamp, then delete): one cut between them (an API server restart, a client
+// giving up) leaves the pod deleting, and nothing else in this cluster would finish it while
+// its node's kubelet is down or gone. So the churn sends its API calls with the caller's
+// context (a burst ends between steps, never inside one), and keeps the pods whose delete
+// failed pending: every step sends their deletes again, and RestoreAll drains them before the
+// run settles.
 type churn struct {
 	client    kubernetes.Interface
 	namespace string
@@ -46,6 +55,7 @@ type churn struct {
 	rnd    *rand.Rand
 	bursts uint64
 	pods   map[int]placed // slot -> the pod that may exist
+	undone map[int]placed // slot -> its pod whose delete failed (still in pods), sent again every step
 	last   map[int]string // slot -> the node of its previous pod
 	pvGone map[int]bool   // claim slots whose PersistentVolume the churn deleted
 	gen    int
@@ -63,7 +73,7 @@ type placed struct{ name, node string }
 
 func newChurn(client kubernetes.Interface, namespace string, claims, inline int, fl *fleet, seed uint64) *churn {
 	return &churn{client: client, namespace: namespace, claims: claims, inline: inline, fleet: fl, seed: seed,
-		rnd: rand.New(rand.NewPCG(seed, 0x63687572)), pods: map[int]placed{}, last: map[int]string{}, pvGone: map[int]bool{}}
+		rnd: rand.New(rand.NewPCG(seed, 0x63687572)), pods: map[int]placed{}, undone: map[int]placed{}, last: map[int]string{}, pvGone: map[int]bool{}}
 }
 
 // Populate gives a fraction of the volumes a pod.
@@ -79,10 +89,12 @@ func (c *churn) Populate(ctx context.Context, fraction float64) {
 }
 
 // Run makes one change every interval until ctx ends, with the steady churn's stream.
-func (c *churn) Run(ctx context.Context, interval time.Duration) { c.run(ctx, interval, c.rnd) }
+func (c *churn) Run(ctx context.Context, interval time.Duration) { c.run(ctx, ctx, interval, c.rnd) }
 
-func (c *churn) run(ctx context.Context, interval time.Duration, rnd *rand.Rand) {
-	_ = wait.PollUntilContextCancel(ctx, interval, false, func(ctx context.Context) (bool, error) {
+// run makes one change every interval until stop ends, checked between steps; the steps' API
+// calls use ctx, so stopping does not cut one in the middle.
+func (c *churn) run(stop, ctx context.Context, interval time.Duration, rnd *rand.Rand) {
+	_ = wait.PollUntilContextCancel(stop, interval, false, func(context.Context) (bool, error) {
 		c.step(ctx, rnd)
 		return false, nil
 	})
@@ -92,6 +104,7 @@ func (c *churn) run(ctx context.Context, interval time.Duration, rnd *rand.Rand)
 // one time in 3) loses its PersistentVolume instead; one without a pod gets one, or its PersistentVolume again if it
 // is gone (so a PV-less VolumeAttachment is also one no pod uses for a while).
 func (c *churn) step(ctx context.Context, rnd *rand.Rand) {
+	c.retryDeletes(ctx)
 	c.mu.Lock()
 	slot := rnd.IntN(c.claims + c.inline)
 	_, has := c.pods[slot]
@@ -118,9 +131,10 @@ func (c *churn) Burst(ctx context.Context, d time.Duration) {
 	c.bursts++
 	rnd := rand.New(rand.NewPCG(c.seed, 0x6275727374_00+c.bursts))
 	c.mu.Unlock()
-	bctx, cancel := context.WithTimeout(ctx, d)
+	// The deadline only stops the steps: a delete cut by it would leave a pod deleting.
+	stop, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	c.run(bctx, 40*time.Millisecond, rnd)
+	c.run(stop, ctx, 40*time.Millisecond, rnd)
 }
 
 // Evict deletes every pod on node, in slot order, as a user or the taint manager does for a
@@ -182,9 +196,13 @@ func (c *churn) podFor(name, node string, slot int) *v1.Pod {
 	return inlinePodFor(name, c.namespace, node, inlineDisk(slot-c.claims))
 }
 
+// remove deletes the pod of slot. A delete that fails (and may have been cut half done,
+// leaving the pod deleting) keeps the slot's pod, and the pod pending: every step and
+// RestoreAll send its delete again until the API server says it is gone.
 func (c *churn) remove(ctx context.Context, slot int) {
 	c.mu.Lock()
 	p, has := c.pods[slot]
+	_, retry := c.undone[slot]
 	c.mu.Unlock()
 	if !has {
 		return
@@ -192,7 +210,16 @@ func (c *churn) remove(ctx context.Context, slot int) {
 	err := c.client.CoreV1().Pods(c.namespace).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.deleteErrs.Add(1)
-		klog.FromContext(ctx).V(2).Info("Chaos churn: pod delete failed; will retry", "pod", p.name, "err", err)
+		v := 2
+		if retry {
+			v = 4 // the first failure was logged
+		}
+		klog.FromContext(ctx).V(v).Info("Chaos churn: pod delete failed; will retry", "pod", p.name, "err", err)
+		c.mu.Lock()
+		if c.pods[slot] == p {
+			c.undone[slot] = p
+		}
+		c.mu.Unlock()
 		return
 	}
 	if err == nil {
@@ -202,7 +229,44 @@ func (c *churn) remove(ctx context.Context, slot int) {
 	if c.pods[slot] == p {
 		delete(c.pods, slot)
 	}
+	if c.undone[slot] == p {
+		delete(c.undone, slot)
+	}
 	c.mu.Unlock()
+}
+
+// retryDeletes sends again, in slot order, the deletes that failed.
+func (c *churn) retryDeletes(ctx context.Context) {
+	for _, slot := range c.undoneSlots() {
+		c.remove(ctx, slot)
+	}
+}
+
+func (c *churn) undoneSlots() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slots := make([]int, 0, len(c.undone))
+	for slot := range c.undone {
+		slots = append(slots, slot)
+	}
+	slices.Sort(slots)
+	return slots
+}
+
+// FinishDeletes sends the deletes that failed again until every one is done, for the end of
+// the run: a pod left deleting wants no volumes, but stays if its node's kubelet is down or
+// gone.
+func (c *churn) FinishDeletes(ctx context.Context) error {
+	var left []int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		c.retryDeletes(ctx)
+		left = c.undoneSlots()
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pod deletes of slots %v not done: %w", left, err)
+	}
+	return nil
 }
 
 // deletePV deletes the PersistentVolume of claim slot while its pod (and so, mostly, its
@@ -263,10 +327,11 @@ func (c *churn) restorePV(ctx context.Context, slot int) error {
 	return nil
 }
 
-// RestoreAll creates every deleted PersistentVolume again, for the end of the run: a pod
-// whose PersistentVolume is gone cannot be attached, and convergence wants every pod's
-// volumes attached.
+// RestoreAll finishes the pod deletes that failed (FinishDeletes) and creates every deleted
+// PersistentVolume again, for the end of the run: a pod whose PersistentVolume is gone cannot
+// be attached, and convergence wants every pod's volumes attached.
 func (c *churn) RestoreAll(ctx context.Context) error {
+	deletesErr := c.FinishDeletes(ctx)
 	c.mu.Lock()
 	var slots []int
 	for slot := range c.pvGone {
@@ -280,14 +345,14 @@ func (c *churn) RestoreAll(ctx context.Context) error {
 			last = c.restorePV(ctx, slot)
 			return last == nil, nil
 		}); err != nil {
-			return fmt.Errorf("creating PersistentVolume %s again: %w (last error: %w)", volumePV(slot).Name, err, last)
+			return errors.Join(deletesErr, fmt.Errorf("creating PersistentVolume %s again: %w (last error: %w)", volumePV(slot).Name, err, last))
 		}
 		c.mu.Lock()
 		delete(c.pvGone, slot)
 		c.mu.Unlock()
 		c.pvRecreated.Add(1)
 	}
-	return nil
+	return deletesErr
 }
 
 // Placed returns how many pods the churn has on node.
