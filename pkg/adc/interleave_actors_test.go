@@ -47,8 +47,8 @@ func (h *harness) actorMoves(add func(moveClass, string, func())) {
 			continue // no kubelet runs there any more
 		}
 		if node := h.api.nodes[n]; node != nil {
-			for _, vol := range h.w.volumes {
-				h.kubeletMoves(add, node, vol.pv)
+			for _, u := range h.w.disks() {
+				h.kubeletMoves(add, node, u)
 			}
 		}
 	}
@@ -100,17 +100,18 @@ func (h *harness) attacherMoves(add func(moveClass, string, func())) {
 	}
 }
 
-// kubeletMoves: what node's kubelet may do about one volume.
-func (h *harness) kubeletMoves(add func(moveClass, string, func()), node *v1.Node, pv string) {
-	n, u := node.Name, h.w.uniqueName(pv)
-	wanted, used, mounted := h.podUses(n, pv), inUse(node, u), h.kubelet.mounted(n, u)
+// kubeletMoves: what node's kubelet may do about one volume (its disk's unique name, the one
+// name the kubelet knows it by, whatever PersistentVolume a pod names it with).
+func (h *harness) kubeletMoves(add func(moveClass, string, func()), node *v1.Node, u string) {
+	n := node.Name
+	wanted, used, mounted := h.podUsesDisk(n, u), inUse(node, u), h.kubelet.mounted(n, u)
 	switch {
 	case wanted && !used:
 		add(classActor, "kubelet "+n+" reports "+u+" in use", func() {
 			h.inUseSince[n+"|"+u] = h.stepCount
 			h.api.updateNode(n, func(n *v1.Node) { n.Status.VolumesInUse = append(n.Status.VolumesInUse, v1.UniqueVolumeName(u)) })
 		})
-	case wanted && !mounted && listed(node, u) && h.attachedIn(n, pv):
+	case wanted && !mounted && listed(node, u) && h.attachedIn(n, u):
 		add(classActor, "kubelet "+n+" mounts "+u, func() { h.kubelet.set(n, u, true) })
 	case !wanted && mounted:
 		add(classActor, "kubelet "+n+" unmounts "+u, func() { h.kubelet.set(n, u, false) })
@@ -130,11 +131,11 @@ func (h *harness) kubeletMoves(add func(moveClass, string, func()), node *v1.Nod
 	}
 }
 
-// attachedIn reports whether the truth has the volume attached to node (and not being
-// deleted).
-func (h *harness) attachedIn(node, pv string) bool {
+// attachedIn reports whether the truth has the disk (its unique name) attached to node (and
+// not being deleted), by a VolumeAttachment of any PersistentVolume of it.
+func (h *harness) attachedIn(node, unique string) bool {
 	for _, va := range h.api.vas {
-		if va.Spec.NodeName == node && pvOfVA(va) == pv && va.Status.Attached && va.DeletionTimestamp == nil {
+		if va.Spec.NodeName == node && h.w.diskOfVA(va) == unique && va.Status.Attached && va.DeletionTimestamp == nil {
 			return true
 		}
 	}

@@ -96,6 +96,9 @@ type harness struct {
 	detachEvidence map[string]int
 	prevDetaching  map[string]bool
 
+	// unmutate puts back what a mutant replaced in the controller's package (mutateInstall).
+	unmutate func()
+
 	stepCount  int
 	violations []violation
 	trace      []string
@@ -128,6 +131,7 @@ func newHarness(w *worldSpec, cfg exploreConfig) *harness {
 		created: map[string]bool{}, inflightCreate: map[string]*apiCall{}, expEnded: map[string]string{},
 		kubelet: kubeletState{}, inUseSince: map[string]int{}, lastFreshRead: map[string]int{}, detachEvidence: map[string]int{},
 		prevDetaching: map[string]bool{}}
+	h.unmutate = h.mutateInstall()
 	h.api = newAPITruth(h)
 	h.vas = newVAStore(h)
 	h.shortNames = w.shortener()
@@ -211,6 +215,7 @@ func (h *harness) close() {
 	h.c.nodeQueue.ShutDown()
 	h.c.statusQueue.ShutDown()
 	h.c.creates.ShutDown()
+	h.unmutate()
 }
 
 // queuedCreate is a create the create queue holds, with the store read of the reconcile
@@ -470,6 +475,17 @@ func (h *harness) podUses(node, pv string) bool {
 			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claimOfPV(pv) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// podUsesDisk reports whether a pod in the truth on node uses the disk (unique name), by any
+// of its PersistentVolumes.
+func (h *harness) podUsesDisk(node, unique string) bool {
+	for _, pv := range h.w.pvsOf(unique) {
+		if h.podUses(node, pv) {
+			return true
 		}
 	}
 	return false

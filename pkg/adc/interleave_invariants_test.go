@@ -56,25 +56,43 @@ func (h *harness) checkStep(before map[string]memExpectation) {
 // checkRWOExclusive: from the moment a ReadWriteOnce volume has a VolumeAttachment on node A
 // in the API server until that object is gone, no VolumeAttachment of the volume exists for
 // another node. Two nodes writing one ReadWriteOnce filesystem corrupt it; this is the
-// controller's first duty.
+// controller's first duty. A volume is its disk, whatever PersistentVolume names it (two
+// PersistentVolumes of one disk, one re-created while the old one's object is still there,
+// an in-tree one and its CSI twin): objects are grouped by the disk their PersistentVolume
+// names in the world (deleted ones too), or their own name proves (diskOfVA), never by the
+// PersistentVolume name alone.
 func (h *harness) checkRWOExclusive() {
-	byPV := map[string][]*storagev1.VolumeAttachment{}
+	byDisk := map[string][]*storagev1.VolumeAttachment{}
 	for _, va := range h.api.vas {
-		byPV[pvOfVA(va)] = append(byPV[pvOfVA(va)], va)
+		u := h.w.diskOfVA(va)
+		byDisk[u] = append(byDisk[u], va)
 	}
-	for pv, vas := range byPV {
-		if pv == "" || !h.w.volume(pv).rwo || len(vas) < 2 {
+	disks := make([]string, 0, len(byDisk))
+	for u := range byDisk {
+		disks = append(disks, u)
+	}
+	sort.Strings(disks)
+	for _, u := range disks {
+		vas := byDisk[u]
+		if u == "" || !h.w.diskRWO(u) || len(vas) < 2 {
 			continue
 		}
 		sort.Slice(vas, func(i, j int) bool { return rvLess(vas[i].ResourceVersion, vas[j].ResourceVersion) })
 		for _, later := range vas[1:] {
 			if later.Spec.NodeName != vas[0].Spec.NodeName {
-				h.violate(invRWO, fmt.Sprintf("ReadWriteOnce %s has VolumeAttachments on %s (%s) and %s (%s); %s",
-					pv, vas[0].Spec.NodeName, vas[0].Name, later.Spec.NodeName, later.Name, h.whyForgotten(vas[0])))
+				h.violate(invRWO, fmt.Sprintf("ReadWriteOnce %s has VolumeAttachments on %s (%s, PersistentVolume %s) and %s (%s, PersistentVolume %s); %s",
+					u, vas[0].Spec.NodeName, vas[0].Name, orNoPV(pvOfVA(vas[0])), later.Spec.NodeName, later.Name, orNoPV(pvOfVA(later)), h.whyForgotten(vas[0])))
 				return
 			}
 		}
 	}
+}
+
+func orNoPV(pv string) string {
+	if pv == "" {
+		return "none"
+	}
+	return pv
 }
 
 // whyForgotten explains how the controller lost track of the VolumeAttachment that was
@@ -100,12 +118,12 @@ func rvLess(a, b string) bool {
 // forcedDetach reports whether adc may detach from node what the kubelet reports in use:
 // the node is deleted, or the volume's detach rule (pure, pkg/migration) says so for the
 // node as the API server has it: out of service, accepted evidence, or the timeout.
-func (h *harness) forcedDetach(node string) bool {
+func (h *harness) forcedDetach(node, driver string) bool {
 	n := h.api.nodes[node]
 	if n == nil {
 		return true
 	}
-	return h.c.DetachRules().For(migration.DetachVolume{Driver: worldDriver}).Verdict(n, h.clk.Now()).Force
+	return h.c.DetachRules().For(migration.DetachVolume{Driver: driver}).Verdict(n, h.clk.Now()).Force
 }
 
 // checkDelete is checked when the API server applies a VolumeAttachment delete (unless the
@@ -127,10 +145,10 @@ func (h *harness) checkDelete(c *apiCall) {
 		return
 	}
 	node := h.api.nodes[va.Spec.NodeName]
-	if node == nil || h.forcedDetach(va.Spec.NodeName) {
+	u := h.w.diskOfVA(va)
+	if node == nil || u == "" || h.forcedDetach(va.Spec.NodeName, va.Spec.Attacher) {
 		return
 	}
-	u := h.w.uniqueName(pvOfVA(va))
 	key := node.Name + "|" + u
 	read := -1
 	if c.thread != nil {
@@ -155,7 +173,7 @@ func (h *harness) checkDelete(c *apiCall) {
 // detach on a fresh Node read that showed it unused, and that came into use after that read.
 func (h *harness) checkStatusPatch(c *apiCall) {
 	node := h.api.nodes[c.name]
-	if h.forcedDetach(c.name) {
+	if node == nil {
 		return
 	}
 	kept := map[v1.UniqueVolumeName]bool{}
@@ -164,7 +182,10 @@ func (h *harness) checkStatusPatch(c *apiCall) {
 	}
 	for _, av := range node.Status.VolumesAttached {
 		u := string(av.Name)
-		if kept[av.Name] || !inUse(node, u) || !h.attachedIn(c.name, h.pvOfUnique(u)) {
+		if kept[av.Name] || !inUse(node, u) || !h.attachedIn(c.name, u) {
+			continue
+		}
+		if driver, _, ok := migration.ParseCSIUniqueName(u); !ok || h.forcedDetach(c.name, driver) {
 			continue
 		}
 		key := c.name + "|" + u
@@ -305,7 +326,8 @@ func (h *harness) checkQuiescent() {
 // pod wants is attached to the pod's node and listed in its status, unless it is a
 // ReadWriteOnce volume another node still has a VolumeAttachment of (then the pod waits for
 // that one to go, which needs a change that will wake it). A pod left waiting in a quiet
-// world waits until something unrelated wakes its node.
+// world waits until something unrelated wakes its node. A volume is its disk, by whatever
+// PersistentVolume the pod or the other node's object names it.
 func (h *harness) checkSettled() {
 	var keys []string
 	for k := range h.api.pods {
@@ -318,14 +340,15 @@ func (h *harness) checkSettled() {
 			if !h.podUses(p.Spec.NodeName, vol.pv) {
 				continue
 			}
+			u := h.w.uniqueName(vol.pv)
 			elsewhere := false
 			for _, va := range h.api.vas {
-				if pvOfVA(va) == vol.pv && va.Spec.NodeName != p.Spec.NodeName {
+				if h.w.diskOfVA(va) == u && va.Spec.NodeName != p.Spec.NodeName {
 					elsewhere = true
 				}
 			}
 			node := h.api.nodes[p.Spec.NodeName]
-			if (vol.rwo && elsewhere) || (h.attachedIn(p.Spec.NodeName, vol.pv) && listed(node, h.w.uniqueName(vol.pv))) {
+			if (h.w.diskRWO(u) && elsewhere) || (h.attachedIn(p.Spec.NodeName, u) && listed(node, u)) {
 				continue
 			}
 			h.violate(invStuck, fmt.Sprintf("the world is quiet but pod %s waits for %s on %s: not attached and listed, and no other node holds it", k, vol.pv, p.Spec.NodeName))

@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // Mutants put back, inside the harness, defects the explorer once found and that were fixed
@@ -38,6 +40,16 @@ const (
 	// copy of the Node, which may be behind the kubelet's volumesInUse, instead of reading
 	// the API server.
 	mutantStaleNode mutant = "stale-node"
+	// mutantPVKey (issue 41): memory tells apart the PersistentVolumes of one disk, as it did
+	// when it keyed a volume by its PersistentVolume's name (pv:<name>) instead of its unique
+	// volume name. The reconcile keys a pair's volume (its reservation, create expectation
+	// and waiters) pv:<name> for every PersistentVolume of a disk but the first the world
+	// lists, which keeps the unique name: a world of one PersistentVolume per disk runs as
+	// fixed, while two PersistentVolumes of one disk, or a PersistentVolume re-created while
+	// the old one's VolumeAttachment is still there, are two volumes to the ReadWriteOnce
+	// check and the disk is attached to two nodes. Only an invariant that judges by disk, not
+	// by PersistentVolume, sees it.
+	mutantPVKey mutant = "pv-key"
 )
 
 // mutantSpec is what a mutant must break, and the world whose schedules show it first (the
@@ -55,6 +67,18 @@ var mutants = map[mutant]mutantSpec{
 	// The recreate world's new pod makes its kubelet report the volume in use while the
 	// controller detaches it.
 	mutantStaleNode: {invDetachInUse, "recreate"},
+	// Two PersistentVolumes of one disk, a pod on each node; the worlds of one
+	// PersistentVolume per disk cannot show it.
+	mutantPVKey: {invRWO, "twopv"},
+}
+
+// mutantUnavailable says why a mutant cannot be put back in this build ("" when it can).
+func mutantUnavailable(m mutant) string {
+	if m == mutantPVKey && installPVKey == nil {
+		return "the pv-key mutant needs reconcile.go's seam (var memoryVolume = actual.Identity.Key) and interleave_pvkey_test.go, " +
+			"which builds only with -tags adc_pvkey_seam until the seam is there"
+	}
+	return ""
 }
 
 // mutantNames lists the mutants in a fixed order.
@@ -70,6 +94,9 @@ func mutantNames() []mutant {
 func parseMutant(s string) (mutant, error) {
 	if _, ok := mutants[mutant(s)]; !ok && s != "" {
 		return "", fmt.Errorf("unknown mutant %q (have %v)", s, mutantNames())
+	}
+	if why := mutantUnavailable(mutant(s)); why != "" {
+		return "", fmt.Errorf("mutant %q: %s", s, why)
 	}
 	return mutant(s), nil
 }
@@ -155,4 +182,36 @@ func (h *harness) mutateNodeRead(name string) (*v1.Node, bool) {
 		return nil, false
 	}
 	return n.DeepCopy(), true
+}
+
+// pvKeyVolume is, for the pv-key mutant in world w, the key of a pair's volume in memory:
+// pv:<PersistentVolume name> for a PersistentVolume of a disk other than the disk's first
+// (the in-tree name, which finds in-tree attachments, stays), the unique name otherwise.
+func pvKeyVolume(w *worldSpec, id actual.Identity) memory.Volume {
+	for _, v := range w.volumes {
+		if v.pv == id.PVName {
+			if w.pvsOf(w.uniqueName(v.pv))[0] == id.PVName {
+				return id.Key()
+			}
+			return memory.Volume{Name: "pv:" + id.PVName, InTreeName: id.InTreeName}
+		}
+	}
+	return id.Key()
+}
+
+// installPVKey makes the reconcile key volumes with key (reconcile.go's memoryVolume) and
+// returns what puts the unique name back. Set by interleave_pvkey_test.go; nil while that
+// file is left out of the build (reconcile.go has no seam yet): the mutant is skipped then.
+// Schedules run one at a time and a schedule's threads have all ended when it closes, so the
+// package variable is never read and written at once.
+var installPVKey func(key func(actual.Identity) memory.Volume) (restore func())
+
+// mutateInstall puts, when the schedule starts, a mutant that replaces a function of the
+// controller in place; the returned func, run when the schedule ends, puts it back.
+func (h *harness) mutateInstall() (restore func()) {
+	if h.cfg.mutant == mutantPVKey && installPVKey != nil {
+		w := h.w
+		return installPVKey(func(id actual.Identity) memory.Volume { return pvKeyVolume(w, id) })
+	}
+	return func() {}
 }

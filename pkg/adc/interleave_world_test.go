@@ -2,6 +2,7 @@ package adc
 
 import (
 	"strings"
+	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,10 +34,36 @@ type worldSpec struct {
 	shutdown string
 }
 
+// worldVolume is a PersistentVolume of the world. The disk it names is its CSI identity,
+// driver and handle (translated for an in-tree one): two worldVolumes with the same identity
+// are two PersistentVolumes of one disk, and the invariants judge by the disk.
 type worldVolume struct {
 	pv     string
 	handle string
 	rwo    bool
+	// driver is the CSI driver ("": worldDriver).
+	driver string
+	// gce: an in-tree GCE PD PersistentVolume (pdName and zone label), which the nodes
+	// migrate to gcePDDriver: driver and handle are then its translation.
+	gce *gceDisk
+	// deleted: the PersistentVolume is gone before the start (deleted while its
+	// VolumeAttachment still exists); neither it nor a claim of it is in the API.
+	deleted bool
+}
+
+// gceDisk is the in-tree source of a GCE PD PersistentVolume.
+type gceDisk struct{ pdName, zone string }
+
+// csi is the volume's CSI identity: its driver and handle, translated for an in-tree one as
+// csi-translation-lib does (zonal, project UNSPECIFIED).
+func (v worldVolume) csi() (driver, handle string) {
+	switch {
+	case v.gce != nil:
+		return gcePDDriver, "projects/UNSPECIFIED/zones/" + v.gce.zone + "/disks/" + v.gce.pdName
+	case v.driver != "":
+		return v.driver, v.handle
+	}
+	return worldDriver, v.handle
 }
 
 type worldPod struct {
@@ -57,6 +84,10 @@ type worldAttachment struct {
 const (
 	worldDriver    = "d.csi"
 	worldNamespace = "ns"
+	// gcePDDriver is the CSI driver the in-tree GCE PD plugin migrates to.
+	gcePDDriver  = "pd.csi.storage.gke.io"
+	gcePDPlugin  = "kubernetes.io/gce-pd"
+	worldGCEZone = "z-1"
 )
 
 // worlds are the explorer's small worlds, by name (the name is part of a replay line).
@@ -115,10 +146,54 @@ var worlds = map[string]*worldSpec{
 		}}},
 		shutdown: "n-a",
 	},
+	"twopv": {
+		name: "twopv",
+		about: "2 nodes, 2 ReadWriteOnce PersistentVolumes naming one disk (same driver and handle), a pod on each node, " +
+			"each using one of them; either pod may be deleted",
+		nodes: []string{"n-a", "n-b"},
+		volumes: []worldVolume{
+			{pv: "pv-1", handle: "h1", rwo: true},
+			{pv: "pv-2", handle: "h1", rwo: true},
+		},
+		pods: []worldPod{
+			{name: "pa", node: "n-a", pvs: []string{"pv-1"}, present: true, deletable: true},
+			{name: "pb", node: "n-b", pvs: []string{"pv-2"}, present: true, deletable: true},
+		},
+	},
+	"recreate-pv": {
+		name: "recreate-pv",
+		about: "2 nodes; the PersistentVolume pv-old was deleted and re-created as pv-new for the same disk while its VolumeAttachment " +
+			"(attached, listed, in use) stays on n-a, which no pod uses any more; a pod on n-b uses pv-new, and a pod using pv-new may come to n-a " +
+			"(the VolumeAttachment name is the old one's); either pod may be deleted",
+		nodes: []string{"n-a", "n-b"},
+		volumes: []worldVolume{
+			{pv: "pv-old", handle: "h1", rwo: true, deleted: true},
+			{pv: "pv-new", handle: "h1", rwo: true},
+		},
+		pods: []worldPod{
+			{name: "pb", node: "n-b", pvs: []string{"pv-new"}, present: true, deletable: true},
+			{name: "pa", node: "n-a", pvs: []string{"pv-new"}, creatable: true, deletable: true},
+		},
+		attached: []worldAttachment{{pv: "pv-old", node: "n-a", listed: true, inUse: true}},
+	},
+	"intree-csi": {
+		name: "intree-csi",
+		about: "2 nodes that migrate " + gcePDPlugin + ", an in-tree GCE PD PersistentVolume and a CSI PersistentVolume of the same disk " +
+			"(its translation), both ReadWriteOnce, a pod on each node using one of them; either pod may be deleted",
+		nodes: []string{"n-a", "n-b"},
+		volumes: []worldVolume{
+			{pv: "pv-gce", rwo: true, gce: &gceDisk{pdName: "disk-1", zone: worldGCEZone}},
+			{pv: "pv-csi", rwo: true, driver: gcePDDriver, handle: "projects/UNSPECIFIED/zones/" + worldGCEZone + "/disks/disk-1"},
+		},
+		pods: []worldPod{
+			{name: "pa", node: "n-a", pvs: []string{"pv-gce"}, present: true, deletable: true},
+			{name: "pb", node: "n-b", pvs: []string{"pv-csi"}, present: true, deletable: true},
+		},
+	},
 }
 
 // worldOrder is the order worlds run in.
-var worldOrder = []string{"rwo", "twovol", "recreate", "shutdown"}
+var worldOrder = []string{"rwo", "twovol", "recreate", "shutdown", "twopv", "recreate-pv", "intree-csi"}
 
 func (w *worldSpec) volume(pv string) worldVolume {
 	for _, v := range w.volumes {
@@ -129,31 +204,78 @@ func (w *worldSpec) volume(pv string) worldVolume {
 	panic("interleave: unknown volume " + pv)
 }
 
-// uniqueName is the name the volume has in node status (volumesAttached, volumesInUse).
+// uniqueName is the name the volume has in node status (volumesAttached, volumesInUse): the
+// unique name of its disk.
 func (w *worldSpec) uniqueName(pv string) string {
-	return migration.CSIUniqueName(worldDriver, w.volume(pv).handle)
+	return migration.CSIUniqueName(w.volume(pv).csi())
 }
 
-// pvOfUnique returns the volume with this unique name.
-func (h *harness) pvOfUnique(unique string) string {
-	for _, v := range h.w.volumes {
-		if h.w.uniqueName(v.pv) == unique {
-			return v.pv
+// disks are the unique names of the world's disks, in the order of their first volume.
+func (w *worldSpec) disks() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range w.volumes {
+		if u := w.uniqueName(v.pv); !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// pvsOf are the PersistentVolumes naming the disk unique.
+func (w *worldSpec) pvsOf(unique string) []string {
+	var out []string
+	for _, v := range w.volumes {
+		if w.uniqueName(v.pv) == unique {
+			out = append(out, v.pv)
+		}
+	}
+	return out
+}
+
+// diskRWO reports whether the disk is ReadWriteOnce: any of its PersistentVolumes says so.
+func (w *worldSpec) diskRWO(unique string) bool {
+	for _, pv := range w.pvsOf(unique) {
+		if w.volume(pv).rwo {
+			return true
+		}
+	}
+	return false
+}
+
+// diskOfVA returns the disk (unique name) a VolumeAttachment attaches: by its
+// PersistentVolume, as the world knows it (a deleted one too), else by its own name
+// (migration.VolumeAttachmentIsFor); "" when neither names a disk of the world.
+func (w *worldSpec) diskOfVA(va *storagev1.VolumeAttachment) string {
+	if pv := pvOfVA(va); pv != "" {
+		for _, v := range w.volumes {
+			if v.pv == pv {
+				return w.uniqueName(pv)
+			}
+		}
+	}
+	for _, u := range w.disks() {
+		if migration.VolumeAttachmentIsFor(va, u) {
+			return u
 		}
 	}
 	return ""
 }
 
 func (w *worldSpec) vaName(pv, node string) string {
-	return migration.VolumeAttachmentName(w.volume(pv).handle, worldDriver, node)
+	driver, handle := w.volume(pv).csi()
+	return migration.VolumeAttachmentName(handle, driver, node)
 }
 
-// shortener replaces VolumeAttachment names (csi-<sha256>) by va(<pv>@<node>) in traces.
+// shortener replaces VolumeAttachment names (csi-<sha256>) by va(<pv>@<node>) in traces;
+// the object of a disk several PersistentVolumes name is va(<pv>|<pv>@<node>).
 func (w *worldSpec) shortener() *strings.Replacer {
 	var pairs []string
-	for _, v := range w.volumes {
+	for _, u := range w.disks() {
+		pvs := w.pvsOf(u)
 		for _, n := range w.nodes {
-			pairs = append(pairs, w.vaName(v.pv, n), "va("+v.pv+"@"+n+")")
+			pairs = append(pairs, w.vaName(pvs[0], n), "va("+strings.Join(pvs, "|")+"@"+n+")")
 		}
 	}
 	return strings.NewReplacer(pairs...)
@@ -198,25 +320,60 @@ func (w *worldSpec) podObject(p worldPod) *v1.Pod {
 	return pod
 }
 
+// drivers are the CSI drivers of the world's volumes, in the order of their first volume.
+func (w *worldSpec) drivers() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range w.volumes {
+		if d, _ := v.csi(); !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // staticObjects are the objects no step changes: CSIDriver, CSINodes, PVs and PVCs.
 func (w *worldSpec) staticObjects() (drivers []*storagev1.CSIDriver, csiNodes []*storagev1.CSINode, pvs []*v1.PersistentVolume, pvcs []*v1.PersistentVolumeClaim) {
-	drivers = append(drivers, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: worldDriver, ResourceVersion: "1"},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}})
+	migrated := false
+	for _, v := range w.volumes {
+		migrated = migrated || v.gce != nil
+	}
+	for _, d := range w.drivers() {
+		drivers = append(drivers, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: d, ResourceVersion: "1"},
+			Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(true)}})
+	}
 	for _, n := range w.nodes {
-		csiNodes = append(csiNodes, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n, ResourceVersion: "1"},
-			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: worldDriver, NodeID: "id-" + n}}}})
+		cn := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: n, ResourceVersion: "1"}}
+		for _, d := range w.drivers() {
+			cn.Spec.Drivers = append(cn.Spec.Drivers, storagev1.CSINodeDriver{Name: d, NodeID: "id-" + n})
+		}
+		if migrated {
+			cn.Annotations = map[string]string{migration.MigratedPluginsAnnotation: gcePDPlugin}
+		}
+		csiNodes = append(csiNodes, cn)
 	}
 	for _, v := range w.volumes {
+		if v.deleted {
+			continue
+		}
 		modes := []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 		if v.rwo {
 			modes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
 		}
 		claim := claimOfPV(v.pv)
-		pvs = append(pvs, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.pv, ResourceVersion: "1"},
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.pv, ResourceVersion: "1"},
 			Spec: v1.PersistentVolumeSpec{AccessModes: modes,
-				PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: worldDriver, VolumeHandle: v.handle}},
-				ClaimRef:               &v1.ObjectReference{Namespace: worldNamespace, Name: claim, UID: types.UID("uid-" + claim)}},
-			Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}})
+				ClaimRef: &v1.ObjectReference{Namespace: worldNamespace, Name: claim, UID: types.UID("uid-" + claim)}},
+			Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+		if v.gce != nil {
+			pv.Labels = map[string]string{v1.LabelTopologyZone: v.gce.zone}
+			pv.Spec.GCEPersistentDisk = &v1.GCEPersistentDiskVolumeSource{PDName: v.gce.pdName}
+		} else {
+			driver, handle := v.csi()
+			pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}
+		}
+		pvs = append(pvs, pv)
 		pvcs = append(pvcs, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: worldNamespace, Name: claim, UID: types.UID("uid-" + claim), ResourceVersion: "1"},
 			Spec:   v1.PersistentVolumeClaimSpec{VolumeName: v.pv, AccessModes: modes},
 			Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}})
@@ -227,7 +384,8 @@ func (w *worldSpec) staticObjects() (drivers []*storagev1.CSIDriver, csiNodes []
 // attachedVA is a VolumeAttachment of the starting state: attached, with the attacher's
 // finalizer.
 func (w *worldSpec) attachedVA(a worldAttachment) *storagev1.VolumeAttachment {
-	va := volumeattach.NewVolumeAttachment(w.vaName(a.pv, a.node), worldDriver, a.node,
+	driver, _ := w.volume(a.pv).csi()
+	va := volumeattach.NewVolumeAttachment(w.vaName(a.pv, a.node), driver, a.node,
 		storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(a.pv)})
 	va.Finalizers = []string{attacherFinalizer}
 	va.Status.Attached = true
@@ -240,4 +398,21 @@ func pvOfVA(va *storagev1.VolumeAttachment) string {
 		return *va.Spec.Source.PersistentVolumeName
 	}
 	return ""
+}
+
+// TestInterleaveWorldIdentity checks the worlds' own account of which PersistentVolumes name
+// one disk (worldVolume.csi, what the invariants judge by) against the translation adc uses:
+// a world that meant one disk and got two would test nothing about identity.
+func TestInterleaveWorldIdentity(t *testing.T) {
+	for _, name := range worldOrder {
+		w := worlds[name]
+		_, _, pvs, _ := w.staticObjects()
+		for _, pv := range pvs {
+			driver, handle, ok := migration.PVCSIIdentity(pv)
+			wantDriver, wantHandle := w.volume(pv.Name).csi()
+			if !ok || driver != wantDriver || handle != wantHandle {
+				t.Errorf("world %s, PersistentVolume %s: adc names it %s^%s (ok=%t), the world %s^%s", name, pv.Name, driver, handle, ok, wantDriver, wantHandle)
+			}
+		}
+	}
 }
