@@ -47,6 +47,7 @@ var groups = []group{
 	// the other scenarios' lost nodes (all in the zone "") nor make those wait.
 	{name: "shut", nodes: 2, zones: []string{"zone-shut", "zone-shut"}},
 	{name: "part", nodes: 2, zones: []string{"zone-part", "zone-part"}},
+	{name: oneDiskGroup, nodes: 2}, // one disk, two PVs (onedisk_test.go)
 }
 
 // gceTopologyKey is the topology key of the GCE PD CSI driver; csi-translation-lib turns a
