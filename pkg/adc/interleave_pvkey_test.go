@@ -8,9 +8,9 @@
 //	// can put back the per-PersistentVolume key of before issue 41.
 //	var memoryVolume = actual.Identity.Key
 //
-// used in reserve (key := memoryVolume(p.ids); Reserve(r.node.Name, key); r.waiting[key.Name])
-// and in attachCSI (key := memoryVolume(p.ids).Name; ExpectCreate(va, key, r.now);
-// creates.Job{SourceKey: key}).
+// used in reserve (key := memoryVolume(p.ids); Reserve(r.node.Name, key); r.waiting[key.Name]),
+// in shared (r.waiting[memoryVolume(p.ids).Name]) and in attachCSI
+// (key := memoryVolume(p.ids).Name; ExpectCreate(va, key, r.now); creates.Job{SourceKey: key}).
 
 package adc
 
