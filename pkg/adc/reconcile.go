@@ -222,7 +222,7 @@ func (r *nodeRun) shared(p, first *pair, st *PairState) {
 		st.Reason = fs.Reason
 	}
 	if fs.Phase == PhaseMultiAttach {
-		r.waiting[p.ids.Volume] = true
+		r.waiting[memoryVolume(p.ids).Name] = true
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)
 	}
 }
@@ -282,13 +282,14 @@ func (r *nodeRun) attachCSI(p *pair, st *PairState) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
-	r.c.mem.ExpectCreate(va, p.ids.Volume, r.now)
+	key := memoryVolume(p.ids).Name
+	r.c.mem.ExpectCreate(va, key, r.now)
 	r.c.startOp(OperationAttach, va, p, r.now)
 	st.Phase = PhaseAttaching
 	if msg := r.c.creates.TakeErr(va.Name); msg != "" {
 		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
 	}
-	r.creates = append(r.creates, creates.Job{VA: va, SourceKey: p.ids.Volume, Pod: p.podRef(), Volume: p.volume})
+	r.creates = append(r.creates, creates.Job{VA: va, Volume: key, Pod: p.podRef(), PodVolume: p.volume})
 }
 
 func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
@@ -309,6 +310,11 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 	st.Phase = PhaseAttached
 }
 
+// memoryVolume names a pair's volume for memory: its ReadWriteOnce reservation, create
+// expectation and waiters. A variable only so the interleaving explorer's pv-key mutant can
+// put back the per-PersistentVolume key of before issue 41.
+var memoryVolume = actual.Identity.Key
+
 // reserve applies the ReadWriteOnce rule: a volume that does not allow multi-attach is never
 // attached to a second node, whatever PersistentVolume or mechanism names it there. It
 // reserves the volume (its unique name) for this node while the attach is in flight; on a
@@ -318,11 +324,12 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
-	other := r.c.mem.Reserve(r.node.Name, p.ids.Key())
+	key := memoryVolume(p.ids)
+	other := r.c.mem.Reserve(r.node.Name, key)
 	if other == "" {
 		return true
 	}
-	r.waiting[p.ids.Volume] = true
+	r.waiting[key.Name] = true
 	st.Phase = PhaseMultiAttach
 	st.Reason = migration.MultiAttachReason(other)
 	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)

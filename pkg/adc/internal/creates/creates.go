@@ -31,18 +31,19 @@ const QueueName = "adc_create"
 // before the job is queued, so nothing can decide a second attach of the volume while the
 // job waits for a worker.
 type Job struct {
-	VA        *storagev1.VolumeAttachment
-	SourceKey string
-	// Pod and Volume are for the log line of the create.
-	Pod    klog.ObjectRef
+	VA *storagev1.VolumeAttachment
+	// Volume is the volume's unique name, memory's key of its reservation.
 	Volume string
+	// Pod and PodVolume (the pod's name for the volume) are for the log line of the create.
+	Pod       klog.ObjectRef
+	PodVolume string
 }
 
 // Memory is what the queue settles in adc's memory (memory.Memory): a create stored,
 // refused (the reservation goes; it returns the nodes that waited for it), or unknown.
 type Memory interface {
 	Created(stored *storagev1.VolumeAttachment)
-	CreateFailed(va *storagev1.VolumeAttachment, sourceKey string) []string
+	CreateFailed(va *storagev1.VolumeAttachment, volume string) []string
 	CreateUncertain(va *storagev1.VolumeAttachment, now time.Time)
 }
 
@@ -191,7 +192,7 @@ func (q *Queue) Withdraw(name string) Unsent {
 		return Answered
 	}
 	q.opts.Abort(name)
-	q.wake(q.opts.Memory.CreateFailed(j.VA, j.SourceKey))
+	q.wake(q.opts.Memory.CreateFailed(j.VA, j.Volume))
 	return Cancelled
 }
 
@@ -248,7 +249,7 @@ func (q *Queue) send(ctx context.Context, name string) (node string, retryAfter 
 	if ctx.Err() != nil {
 		// Shutting down: the create is not sent; nobody waits for it any more.
 		q.opts.Abort(name)
-		q.opts.Memory.CreateFailed(j.VA, j.SourceKey)
+		q.opts.Memory.CreateFailed(j.VA, j.Volume)
 		return node, 0, nil
 	}
 	stored, err := q.opts.Writer.Create(ctx, j.VA)
@@ -270,7 +271,7 @@ func (q *Queue) send(ctx context.Context, name string) (node string, retryAfter 
 			// expectation checker), or the informer shows it.
 			q.opts.Memory.CreateUncertain(j.VA, q.opts.Clock.Now())
 		} else {
-			q.wake(q.opts.Memory.CreateFailed(j.VA, j.SourceKey))
+			q.wake(q.opts.Memory.CreateFailed(j.VA, j.Volume))
 		}
 		return node, retryAfter, fmt.Errorf("creating VolumeAttachment %s for node %s: %w", name, node, err)
 	}
@@ -281,7 +282,7 @@ func (q *Queue) send(ctx context.Context, name string) (node string, retryAfter 
 		q.opts.Memory.Created(stored)
 	}
 	klog.FromContext(ctx).V(2).Info("Created VolumeAttachment", "volumeAttachment", klog.KRef("", name),
-		"node", node, "pod", j.Pod, "volume", j.Volume, "driver", j.VA.Spec.Attacher)
+		"node", node, "pod", j.Pod, "volume", j.PodVolume, "driver", j.VA.Spec.Attacher)
 	return node, 0, nil
 }
 
@@ -295,7 +296,7 @@ func (q *Queue) DropQueued() {
 	q.mu.Unlock()
 	for name, j := range jobs {
 		q.opts.Abort(name)
-		q.opts.Memory.CreateFailed(j.VA, j.SourceKey)
+		q.opts.Memory.CreateFailed(j.VA, j.Volume)
 	}
 }
 

@@ -73,7 +73,7 @@ func newFixture(t *testing.T) *fixture {
 
 func job(name string) Job {
 	return Job{VA: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: "n1"}}, SourceKey: "pv:" + name}
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "d", NodeName: "n1"}}, Volume: "kubernetes.io/csi/d^" + name}
 }
 
 func TestQueueSettlesEachAnswer(t *testing.T) {

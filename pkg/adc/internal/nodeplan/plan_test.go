@@ -76,8 +76,10 @@ func listed(n *v1.Node) { n.Status.VolumesAttached = []v1.AttachedVolume{{Name: 
 func lost(n *v1.Node) {
 	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown, LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}}
 }
-func outOfService(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: v1.TaintNodeOutOfService, Effect: v1.TaintEffectNoExecute}} }
-func unmanaged(n *v1.Node)    { n.Annotations = nil }
+func outOfService(n *v1.Node) {
+	n.Spec.Taints = []v1.Taint{{Key: v1.TaintNodeOutOfService, Effect: v1.TaintEffectNoExecute}}
+}
+func unmanaged(n *v1.Node) { n.Annotations = nil }
 
 func va(uid string) *storagev1.VolumeAttachment {
 	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: migration.VolumeAttachmentName("h1", "d", "n1"), UID: "uid"},
@@ -87,7 +89,9 @@ func va(uid string) *storagev1.VolumeAttachment {
 func TestPlanDetach(t *testing.T) {
 	builtIn := migration.CompileDetachPolicies(nil, 6*time.Minute).For(migration.DetachVolume{})
 	never := &migration.DetachRule{Policy: "keep", Never: true}
-	named := func() *actual.Attachment { return &actual.Attachment{VA: va("uid"), UniqueName: unique, Volume: unique, Driver: "d"} }
+	named := func() *actual.Attachment {
+		return &actual.Attachment{VA: va("uid"), UniqueName: unique, Volume: unique, Driver: "d"}
+	}
 	for _, tc := range []struct {
 		name      string
 		a         *actual.Attachment
