@@ -88,8 +88,11 @@ func (s *hookedStore) ByIndex(index, value string) ([]interface{}, error) {
 }
 
 // Defect 5: the actual state must see a VolumeAttachment either in the store or in the create
-// expectations, even when the informer delivers it between the two reads.
-// Before the fix: "the VolumeAttachment observed between the store read and the expectation read is in neither".
+// expectations, even when the informer delivers it between the two reads. Memory reads the
+// store under the lock its handler takes to end the expectation, so no delivery falls between
+// the reads: the store read happens with the lock held (checked at the read itself, without a
+// timer), and the object delivered right after it is found.
+// Before the fix: "the store was read outside memory's lock".
 func TestActualStateSeesVAObservedMidRead(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.node("n1")
@@ -99,19 +102,19 @@ func TestActualStateSeesVAObservedMidRead(t *testing.T) {
 	created := f.att.createdOn("n1")[0]
 	hooked := &hookedStore{Indexer: f.vas}
 	f.c.vas = hooked
-	delivered := make(chan struct{})
+	lockedAtRead := false
 	hooked.after = func() {
-		// client-go: the store first, then the handler, on its own goroutine.
+		lockedAtRead = f.c.mem.Busy()
+		// client-go: the store first, then the handler, on its own goroutine; it runs once
+		// the reader lets go of memory's lock.
 		f.store(f.vas, created)
-		go func() { f.c.vaHandler().OnAdd(created, false); close(delivered) }()
-		select {
-		case <-delivered:
-		case <-time.After(200 * time.Millisecond): // the handler waits for the reader's lock
-		}
 	}
 	node, _ := f.c.nodes.Get("n1")
 	atts := actual.Read(f.c.mem, f.c.lookups, node)
-	<-delivered
+	f.c.vaHandler().OnAdd(created, false)
+	if !lockedAtRead {
+		t.Fatalf("the store was read outside memory's lock: a VolumeAttachment the informer delivers between the store read and the expectation read would be in neither")
+	}
 	for _, a := range atts {
 		if a.VA != nil && a.VA.Name == created.Name {
 			return
