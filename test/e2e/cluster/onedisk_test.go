@@ -52,7 +52,7 @@ import (
 const oneDiskGroup = "onedisk"
 
 // oneDiskWindow is how long pod B is watched waiting while pod A holds the disk.
-const oneDiskWindow = 25 * time.Second
+const oneDiskWindow = 10 * time.Second
 
 // multiAttachReason is the Event reason kube-controller-manager's attach/detach controller
 // gives a refused attach (k8s.io/kubernetes/pkg/kubelet/events.FailedAttachVolume), and
