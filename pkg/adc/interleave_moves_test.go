@@ -146,7 +146,7 @@ func (h *harness) canStart(kind threadKind, node string) bool {
 		}
 	}
 	// A status sync takes its node's status lock at once, and a new reconcile may take it at
-	// any point: neither may start while another thread holds the stripe.
+	// any point: neither may start while another thread holds the node's status lock.
 	return kind == threadChecker || h.statusLockHolder(node, nil) == nil
 }
 

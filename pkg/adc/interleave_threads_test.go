@@ -51,7 +51,7 @@ type thread struct {
 	// history is every park point passed with what the thread got there: with the world and
 	// the controller's memory it identifies the thread's state.
 	history []string
-	// holdsStatusLock: the thread holds its node's status lock stripe (nodestatus.Locks) while
+	// holdsStatusLock: the thread holds its node's status lock (nodestatus.Locks) while
 	// parked. A status sync holds it from its start to its end; a node reconcile takes it
 	// right before its fresh Node read and releases it once its detach decisions are made,
 	// before it sends their deletes. The harness learns it from the lock itself each time the
@@ -129,15 +129,15 @@ func (h *harness) run(t *thread) {
 	}
 }
 
-// learnStatusLock updates, after t parked or ended, whether t holds its node's status lock
-// stripe. Only t ran since the last look, and every other parked thread keeps what it held,
-// so the stripe is t's exactly when it is locked and no other thread holds it; a stripe
+// learnStatusLock updates, after t parked or ended, whether t holds its node's status
+// lock. Only t ran since the last look, and every other parked thread keeps what it held,
+// so the lock is t's exactly when it is locked and no other thread holds it; a lock
 // locked by another thread while t also claims it is a harness bug.
 func (h *harness) learnStatusLock(t *thread) {
 	if t.kind == threadChecker || t.kind == threadCreate {
 		return
 	}
-	held := h.stripeLocked(t.node)
+	held := h.statusLocked(t.node)
 	other := h.statusLockHolder(t.node, t) != nil
 	was := t.holdsStatusLock
 	switch {
@@ -160,16 +160,9 @@ func (h *harness) learnStatusLock(t *thread) {
 	}
 }
 
-// stripeLocked reports whether node's status lock stripe is locked now. Only the harness's
-// goroutine runs while it looks, so the answer holds until a thread runs again.
-func (h *harness) stripeLocked(node string) bool {
-	mu := h.c.nodeStatus.Locks().Stripe(node)
-	if mu.TryLock() {
-		mu.Unlock()
-		return false
-	}
-	return true
-}
+// statusLocked reports whether node's status lock is held now. Only the harness's goroutine
+// runs while it looks, so the answer holds until a thread runs again.
+func (h *harness) statusLocked(node string) bool { return h.c.nodeStatus.Locks().Held(node) }
 
 // yield parks the calling thread; it is called on the thread's goroutine.
 func (h *harness) yield(t *thread) {
@@ -220,7 +213,7 @@ func (h *harness) parkAfterRead(t *thread, node string, objs []interface{}, how 
 // resumable reports whether the thread may go on now without blocking on a lock another
 // parked thread holds. Which code takes the status lock is not modelled: a worker that has
 // neither taken nor released its node's status lock may take it at any point of its next
-// run, so it waits while another thread holds the stripe. A thread holding a lock never
+// run, so it waits while another thread holds the lock. A thread holding a lock never
 // waits for one (memory's lock is never held across a park), so there is no cycle: the holder can
 // always go on and end.
 func (h *harness) resumable(t *thread) bool {
@@ -229,16 +222,16 @@ func (h *harness) resumable(t *thread) bool {
 
 // mayTakeStatusLock reports whether the thread may yet take its node's status lock: a node
 // reconcile or status sync that has neither taken nor released it (a status sync parked
-// before it takes its stripe, as with mutantReadOutsideLock, included).
+// before it takes its lock, as with mutantReadOutsideLock, included).
 func (h *harness) mayTakeStatusLock(t *thread) bool {
 	return t.kind != threadChecker && t.kind != threadCreate && !t.holdsStatusLock && !t.releasedStatusLock
 }
 
-// statusLockHolder is the thread other than except that holds node's status lock stripe,
+// statusLockHolder is the thread other than except that holds node's status lock,
 // or nil.
 func (h *harness) statusLockHolder(node string, except *thread) *thread {
 	for _, o := range h.threads {
-		if o != except && !o.done && o.holdsStatusLock && h.c.nodeStatus.Locks().Stripe(o.node) == h.c.nodeStatus.Locks().Stripe(node) {
+		if o != except && !o.done && o.holdsStatusLock && o.node == node {
 			return o
 		}
 	}

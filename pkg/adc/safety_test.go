@@ -263,7 +263,7 @@ func TestEventMemoryForgetsDeletedPods(t *testing.T) {
 }
 
 // Defect 7: a slow VolumeAttachment delete does not hold the node's status lock: status
-// writes of the node (and of every node sharing its lock stripe) go on meanwhile.
+// writes of the node go on meanwhile.
 // Before the fix: "the status sync of n1 waited for the VolumeAttachment delete".
 func TestStatusWriteNotBlockedBySlowDelete(t *testing.T) {
 	f := newFixture(t, Options{})

@@ -345,21 +345,6 @@ func (l *Locks) Held(node string) bool {
 	return true
 }
 
-// Stripe returns the node's lock while it is held or waited for, else a new unlocked mutex:
-// the same mutex for as long as a holder has it, so TryLock on it tells whether it is held
-// and two nodes' are never the same one.
-//
-// Deprecated: for pkg/adc's interleaving harness, from when nodes shared lock stripes; use
-// Held (and compare node names). Never Lock what it returns: that bypasses the lock.
-func (l *Locks) Stripe(node string) *sync.Mutex {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if nl := l.nodes[node]; nl != nil {
-		return &nl.mu
-	}
-	return new(sync.Mutex)
-}
-
 // users reports how many nodes have a lock now (held or waited for).
 func (l *Locks) users() int {
 	l.mu.Lock()
