@@ -65,6 +65,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
+	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/retry"
@@ -139,6 +140,10 @@ type Controller struct {
 	pairs *report.Pairs
 	// started is set once the caches have synced and the workers started.
 	started atomic.Bool
+
+	// guard notices another attach/detach controller writing what adc owns, and fences
+	// every write of adc while it does (othercontroller.go).
+	guard *othercontroller.Guard
 }
 
 // New builds a controller on a shared informer factory. It registers the informers and
@@ -167,6 +172,12 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	if statusWriter == nil {
 		statusWriter = &volumeattach.ClientStatusWriter{Client: client}
 	}
+	// Every write goes through the guard: none is sent while another attach/detach
+	// controller writes, not even one decided just before adc noticed.
+	c.guard = othercontroller.New(othercontroller.Options{OwnManager: volumeattach.FieldManager,
+		QuietPeriod: opts.OtherControllerQuietPeriod, Clock: opts.Clock})
+	c.attachments = othercontroller.Attachments{Inner: c.attachments, Guard: c.guard}
+	statusWriter = othercontroller.Status{Inner: statusWriter, Guard: c.guard}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: ComponentName})
@@ -393,6 +404,12 @@ func (c *Controller) processNextStatus(ctx context.Context) bool {
 	defer c.statusQueue.Done(name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
 	ctx = klog.NewContext(ctx, logger)
+	if wait, fenced := c.fenced(ctx); fenced {
+		logger.V(4).Info("Not writing node status while another attach/detach controller writes", "retryAfter", wait)
+		c.statusQueue.Forget(name)
+		c.statusQueue.AddAfter(name, wait)
+		return true
+	}
 	retryAfter, err := c.nodeStatus.Sync(ctx, name)
 	switch {
 	case err != nil:

@@ -41,6 +41,10 @@ type Options struct {
 	// (volumeattach.PriorityLimiter.CreatesInFlight, from --kube-api-qps), else
 	// DefaultCreatesInFlight. `adc controller --creates-in-flight` sets it.
 	CreatesInFlight int
+	// OtherControllerQuietPeriod is how long adc writes nothing after it last saw another
+	// attach/detach controller write what adc owns (default
+	// othercontroller.DefaultQuietPeriod); `adc controller --other-controller-quiet-period`.
+	OtherControllerQuietPeriod time.Duration
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
 	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
