@@ -46,6 +46,7 @@ type controllerFlags struct {
 	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	createsInFlight    int
+	otherQuiet         time.Duration
 	resync             time.Duration
 	serving            *server.Options
 	profiling          profilingFlags
@@ -93,6 +94,7 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 5*time.Second, "How often candidates try to acquire or renew the lease.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
 	other.IntVar(&f.createsInFlight, "creates-in-flight", 0, "How many VolumeAttachment creates are sent at once. 0 sizes it from --kube-api-qps so that creates go at the budget's rate (QPS x 100 ms, 4 to 128). A smaller number creates later but lists the first volumes sooner when the API server has no CPU to spare (the attacher's status writes then wait behind fewer creates).")
+	other.DurationVar(&f.otherQuiet, "other-controller-quiet-period", adc.DefaultOtherControllerQuietPeriod, "How long adc writes nothing (no attach, no detach, no node status) after it last saw another attach/detach controller write what it owns, such as kube-controller-manager's own left on (Event reason OtherAttachDetachController).")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
 	f.serving.AddFlags(&fss)
 	f.profiling.add(fss.FlagSet("debugging"))
@@ -133,6 +135,8 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 		return opts, fmt.Errorf("--node-status-max-delay must not be negative, got %s", f.nodeStatusMaxDelay)
 	case f.createsInFlight < 0:
 		return opts, fmt.Errorf("--creates-in-flight must not be negative, got %d", f.createsInFlight)
+	case f.otherQuiet <= 0:
+		return opts, fmt.Errorf("--other-controller-quiet-period must be positive, got %s", f.otherQuiet)
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retryPeriod && f.retryPeriod > 0):
 		return opts, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
 			f.leaseDuration, f.renewDeadline, f.retryPeriod)
@@ -140,6 +144,7 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	opts.MaxWaitForUnmount = f.maxWaitForUnmount
 	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
 	opts.CreatesInFlight = f.createsInFlight
+	opts.OtherControllerQuietPeriod = f.otherQuiet
 	if err := f.serving.Validate(); err != nil {
 		return opts, err
 	}

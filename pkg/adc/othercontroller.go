@@ -21,6 +21,11 @@ const ReasonOtherController = "OtherAttachDetachController"
 // another attach/detach controller, once the quiet period passed and adc writes again.
 const ReasonOtherControllerGone = "OtherAttachDetachControllerGone"
 
+// DefaultOtherControllerQuietPeriod is Options.OtherControllerQuietPeriod's default: long
+// enough that a controller that writes only when a pod comes or goes is not taken for gone
+// on an idle cluster, short enough that a switch-off a little late costs minutes.
+const DefaultOtherControllerQuietPeriod = othercontroller.DefaultQuietPeriod
+
 // OtherController is what adc saw of another attach/detach controller (kube-controller-manager's
 // own, switched on next to adc), for metrics, readiness, `adc status` and the dashboard.
 type OtherController struct {

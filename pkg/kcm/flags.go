@@ -30,6 +30,8 @@ const (
 	FlagDriverSource      = FlagPrefix + "driver-info-source"
 	FlagMaxWaitForUnmount = FlagPrefix + "max-wait-for-unmount"
 	FlagWorkers           = FlagPrefix + "workers"
+	// FlagOtherControllerQuietPeriod is adc controller's --other-controller-quiet-period.
+	FlagOtherControllerQuietPeriod = FlagPrefix + "other-controller-quiet-period"
 )
 
 // DefaultWorkers is how many nodes adc reconciles in parallel inside kube-controller-manager,
@@ -46,6 +48,7 @@ type Flags struct {
 	driverSource      migration.DriverSource
 	maxWaitForUnmount time.Duration
 	workers           int
+	otherQuiet        time.Duration
 }
 
 // AddFlags registers adc's flags on fs and returns where their values land. A
@@ -61,6 +64,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 		driverSource:      d.Migration.DriverSource,
 		maxWaitForUnmount: d.MaxWaitForUnmount,
 		workers:           DefaultWorkers,
+		otherQuiet:        adc.DefaultOtherControllerQuietPeriod,
 	}
 	setModes := func(s string) error {
 		modes, err := migration.ParseModes(s)
@@ -94,6 +98,17 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 		f.maxWaitForUnmount = v
 		return nil
 	}
+	setOtherQuiet := func(s string) error {
+		v, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return err
+		case v <= 0:
+			return fmt.Errorf("must be positive, got %s", v)
+		}
+		f.otherQuiet = v
+		return nil
+	}
 	setWorkers := func(s string) error {
 		v, err := strconv.Atoi(s)
 		switch {
@@ -117,6 +132,8 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 		"adc: how long a node may be not Ready before its in-use volumes are force-detached.")
 	fs.Var(parsed(strconv.Itoa(f.workers), "int", setWorkers), FlagWorkers,
 		"adc: number of nodes reconciled in parallel.")
+	fs.Var(parsed(f.otherQuiet.String(), "duration", setOtherQuiet), FlagOtherControllerQuietPeriod,
+		"adc: how long adc writes nothing after it last saw another attach/detach controller write what it owns (Event reason OtherAttachDetachController).")
 	return f
 }
 
@@ -128,6 +145,7 @@ func (f *Flags) Options() adc.Options {
 	opts.Migration.NodeSource = f.nodeSource
 	opts.Migration.DriverSource = f.driverSource
 	opts.MaxWaitForUnmount = f.maxWaitForUnmount
+	opts.OtherControllerQuietPeriod = f.otherQuiet
 	return opts
 }
 

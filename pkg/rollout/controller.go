@@ -24,6 +24,8 @@ type ControllerView interface {
 	// RecentFlips returns the last nodes that reported a plugin migrated or no longer
 	// migrated, newest first.
 	RecentFlips() []adc.NodeFlip
+	// OtherController returns what adc saw of another attach/detach controller.
+	OtherController() adc.OtherController
 }
 
 var _ ControllerView = (*adc.Controller)(nil)
@@ -31,6 +33,7 @@ var _ ControllerView = (*adc.Controller)(nil)
 // FromController builds the report of a running controller at time now.
 func FromController(view ControllerView, now time.Time) Report {
 	r := FromSnapshot(view.Config(), view.ManagedNodes(), view.Snapshot(), view.RecentOperations(), now)
+	r.OtherController = otherControllerRecord(view.OtherController())
 	for i, f := range view.RecentFlips() {
 		if i == MaxFlips {
 			break

@@ -27,7 +27,12 @@ type View struct {
 	Cfg   migration.Config
 	Nodes []migration.NodeObjects
 	Flips []adc.NodeFlip
+	// Other is what the view says it saw of another attach/detach controller.
+	Other adc.OtherController
 }
+
+// OtherController implements rollout.ControllerView.
+func (v *View) OtherController() adc.OtherController { return v.Other }
 
 // RecentFlips returns the fixed flips.
 func (v *View) RecentFlips() []adc.NodeFlip { return append([]adc.NodeFlip(nil), v.Flips...) }
