@@ -57,9 +57,9 @@ func TestClusterHandover(t *testing.T) {
 		}
 		t.Run(string(md), func(t *testing.T) {
 			t.Parallel()
-			h := startHandover(t, md, "ho")
+			h := startHandover(t, md, "ho", cluster.Stock.Controllers())
 			ctx := t.Context()
-			h.deploy(ctx, t)
+			h.deploy(ctx, t, h.builtIn())
 
 			t.Run("adopt", func(t *testing.T) {
 				from := time.Now()
@@ -131,10 +131,11 @@ type handover struct {
 	upAt time.Time
 }
 
-// startHandover starts a cluster of its own for mode under kube-controller-manager's built-in
-// attach/detach controller (--controllers=*; adc's process not started in the standalone
-// mode), auditing with cluster.AuditPolicy, and a recorder; the cluster stops with the test.
-func startHandover(t *testing.T, md cluster.Mode, prefix string) *handover {
+// startHandover starts a cluster of its own for mode with kube-controller-manager's
+// --controllers controllers (* for its built-in attach/detach controller; adc's process is not
+// started in the standalone mode), auditing with cluster.AuditPolicy, and a recorder; the
+// cluster stops with the test.
+func startHandover(t *testing.T, md cluster.Mode, prefix, controllers string) *handover {
 	t.Helper()
 	h := &handover{mode: md, ns: prefix, vols: map[string]hoVol{}, pods: map[string]types.UID{}}
 	for i := range 3 {
@@ -143,7 +144,7 @@ func startHandover(t *testing.T, md cluster.Mode, prefix string) *handover {
 	o := cluster.Options{
 		Mode: md, Assets: assets, ADCBinary: adcBinary, Nodes: h.nodes,
 		Drivers:     []harness.DriverOptions{{Name: harness.DefaultDriver}, {Name: harness.GCEPDDriver}},
-		Controllers: cluster.Stock.Controllers(), DeferADC: true,
+		Controllers: controllers, DeferADC: true,
 		AuditPolicy: cluster.AuditPolicy,
 		Log:         os.Stderr,
 	}
@@ -168,10 +169,11 @@ func startHandover(t *testing.T, md cluster.Mode, prefix string) *handover {
 	return h
 }
 
-// deploy runs, under the built-in controller, a StatefulSet of three replicas and three plain
+// deploy runs a StatefulSet of three replicas and three plain
 // pods (two CSI volumes, one migrated gce-pd volume, one pod per node), and waits until every
-// volume is attached and reported in use by its node's kubelet.
-func (h *handover) deploy(ctx context.Context, t *testing.T) {
+// volume is attached (its VolumeAttachment created by creator) and reported in use by its
+// node's kubelet.
+func (h *handover) deploy(ctx context.Context, t *testing.T, creator string) {
 	t.Helper()
 	start := time.Now()
 	a := deployApp(ctx, t, h.mc, h.ns, appSpec{replicas: 3})
@@ -203,12 +205,12 @@ func (h *handover) deploy(ctx context.Context, t *testing.T) {
 		if _, err := h.mc.rec.Wait(ctx, "VolumeAttachment of "+v.pv+" attached", podTimeout, cluster.Is(cluster.VAAttached, "", v.va())); err != nil {
 			t.Fatal(err)
 		}
-		if m := creators(ctx, t, h.mc, v.va()); !slices.Equal(m, []string{h.builtIn()}) {
-			t.Fatalf("VolumeAttachment %s of %s created by %v before the switch, want %s", v.va(), v.pv, m, h.builtIn())
+		if m := creators(ctx, t, h.mc, v.va()); !slices.Equal(m, []string{creator}) {
+			t.Fatalf("VolumeAttachment %s of %s created by %v before the switch, want %s", v.va(), v.pv, m, creator)
 		}
 	}
 	h.waitInUse(ctx, t)
-	figure(t, h.mode, "handover: 6 pods Running, volumes in use (built-in controller)", since(start, time.Now()))
+	figure(t, h.mode, h.ns+": 6 pods Running, volumes in use (attached by "+creator+")", since(start, time.Now()))
 }
 
 // builtIn is the field manager of the built-in attach/detach controller's writes: client-go
