@@ -26,11 +26,12 @@ func (v *bigView) Snapshot() []adc.PairState             { return v.pairs }
 func (v *bigView) RecentOperations() []adc.Operation     { return nil }
 func (v *bigView) Config() migration.Config              { return migration.DefaultConfig() }
 func (v *bigView) ManagedNodes() []migration.NodeObjects { return v.nodes }
+
 // OtherController implements rollout.ControllerView: none seen.
 func (v *bigView) OtherController() adc.OtherController { return adc.OtherController{} }
 
-func (v *bigView) RecentFlips() []adc.NodeFlip           { return nil }
-func (v *bigView) OperationsUnderWay() []adc.Operation   { return nil }
+func (v *bigView) RecentFlips() []adc.NodeFlip         { return nil }
+func (v *bigView) OperationsUnderWay() []adc.Operation { return nil }
 
 func newBigView(n int) *bigView {
 	v := &bigView{}
