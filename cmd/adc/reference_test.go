@@ -184,11 +184,17 @@ func registeredMetrics(t *testing.T) []metricInfo {
 			byName[c.FQName()] = metricInfo{name: c.FQName(), kind: kind}
 		}
 	}
+	// A custom collector's descriptors do not say a metric's type (it is chosen per sample at
+	// scrape time); by Prometheus' naming rule a counter's name ends in _total.
 	for _, c := range r.custom {
 		ch := make(chan *k8smetrics.Desc, 32)
 		go func() { c.DescribeWithStability(ch); close(ch) }()
 		for d := range ch {
-			add("gauge", d.String())
+			kind := "gauge"
+			if m := descFields.FindStringSubmatch(d.String()); m != nil && strings.HasSuffix(m[1], "_total") {
+				kind = "counter"
+			}
+			add(kind, d.String())
 		}
 	}
 	out := make([]metricInfo, 0, len(byName))
