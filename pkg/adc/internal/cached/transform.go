@@ -9,6 +9,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // lastAppliedAnnotation is kubectl's copy of the whole applied object: often the largest
@@ -80,7 +81,7 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *storagev1.VolumeAttachment:
 		// Its creator alone stays of managedFields (package othercontroller).
-		creator := othercontroller.Creator(o)
+		creator := volumeattach.Creator(o)
 		trimMeta(o)
 		// Nothing reads its labels, annotations (the attacher's node ID), owners or finalizers.
 		trimToCompactMeta(&o.ObjectMeta)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // cachedVA is what adc's own VolumeAttachment informer keeps of a trimmed VolumeAttachment:
@@ -41,7 +42,7 @@ func (a *cachedVA) DeepCopyObject() runtime.Object {
 
 // compactVA turns a VolumeAttachment trimmed by TrimInformerObjects into its cached form.
 func compactVA(va *storagev1.VolumeAttachment) *cachedVA {
-	return &cachedVA{compactMeta: compactMetaOf(&va.ObjectMeta), creator: othercontroller.Creator(va), attacher: va.Spec.Attacher, nodeName: va.Spec.NodeName,
+	return &cachedVA{compactMeta: compactMetaOf(&va.ObjectMeta), creator: volumeattach.Creator(va), attacher: va.Spec.Attacher, nodeName: va.Spec.NodeName,
 		pvName: va.Spec.Source.PersistentVolumeName, inline: va.Spec.Source.InlineVolumeSpec, attached: va.Status.Attached,
 		attachError: va.Status.AttachError, detachError: va.Status.DetachError}
 }

@@ -17,7 +17,6 @@
 package othercontroller
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -38,8 +37,8 @@ import (
 const DefaultQuietPeriod = 2 * time.Minute
 
 // KubeControllerManager is the field manager of kube-controller-manager's built-in
-// attach/detach controller (its user agent's program name).
-const KubeControllerManager = "kube-controller-manager"
+// attach/detach controller.
+const KubeControllerManager = volumeattach.KubeControllerManager
 
 // Objects a write of the other controller was seen on.
 const (
@@ -140,7 +139,7 @@ func (g *Guard) NodeUpdated(old, cur *v1.Node) (Write, bool, bool) {
 	if old == nil || cur == nil || sameVolumesAttached(old.Status.VolumesAttached, cur.Status.VolumesAttached) {
 		return Write{}, false, false
 	}
-	manager := VolumesAttachedOwner(cur)
+	manager := volumeattach.VolumesAttachedOwner(cur)
 	if !g.others[manager] {
 		return Write{}, false, false
 	}
@@ -155,7 +154,7 @@ func (g *Guard) AttachmentAdded(va *storagev1.VolumeAttachment, inInitialList bo
 	if va == nil || inInitialList {
 		return Write{}, false, false
 	}
-	manager := Creator(va)
+	manager := volumeattach.Creator(va)
 	if !g.others[manager] {
 		return Write{}, false, false
 	}
@@ -225,49 +224,6 @@ func (g *Guard) State() State {
 	return s
 }
 
-// VolumesAttachedOwner returns the field manager that owns a Node's status.volumesAttached:
-// the list is atomic, so that is whoever changed it last. Empty when nobody does.
-func VolumesAttachedOwner(n *v1.Node) string {
-	for _, m := range n.ManagedFields {
-		if m.Subresource == "status" && owns(m, "f:status", "f:volumesAttached") {
-			return m.Manager
-		}
-	}
-	return ""
-}
-
-// Creator returns the field manager that owns a VolumeAttachment's spec: whoever created
-// it (the spec is immutable). Empty when managedFields do not say.
-func Creator(va *storagev1.VolumeAttachment) string {
-	for _, m := range va.ManagedFields {
-		if m.Subresource == "" && owns(m, "f:spec") {
-			return m.Manager
-		}
-	}
-	return ""
-}
-
-// owns reports whether a managedFields entry owns the field at path (a FieldsV1 path of
-// "f:<name>" steps).
-func owns(m metav1.ManagedFieldsEntry, path ...string) bool {
-	if m.FieldsV1 == nil {
-		return false
-	}
-	raw := m.FieldsV1.Raw
-	for _, step := range path {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return false
-		}
-		next, ok := fields[step]
-		if !ok {
-			return false
-		}
-		raw = next
-	}
-	return true
-}
-
 // sameVolumesAttached reports whether two lists are equal, order included: any change moves
 // the atomic list's ownership.
 func sameVolumesAttached(a, b []v1.AttachedVolume) bool {
@@ -303,7 +259,7 @@ var (
 // the owner of status.volumesAttached, reduced to that field. adc's trimmed informer caches
 // (cached.TrimInformerObjects) keep this much of a Node's managedFields, and nothing more.
 func TrimNodeManagedFields(n *v1.Node) {
-	owner := VolumesAttachedOwner(n)
+	owner := volumeattach.VolumesAttachedOwner(n)
 	if owner == "" {
 		n.ManagedFields = nil
 		return
