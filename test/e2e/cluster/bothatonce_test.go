@@ -1,0 +1,248 @@
+package cluster_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/migration-aware/adc/test/e2e/cluster"
+	"github.com/migration-aware/adc/test/e2e/harness"
+)
+
+// Two attach/detach controllers at once (issue 42, item 2, on the whole cluster): adc is
+// started (standalone, as the Deployment runs it) while kube-controller-manager's own
+// attach/detach controller is still on, a step an operator gets wrong by switching in the
+// wrong order. A pod with a new volume makes the built-in controller write (its
+// VolumeAttachment, its node's status.volumesAttached); adc must notice, say so (a Warning
+// Event OtherAttachDetachController on the node, adc_other_controller_fenced 1,
+// adc_other_controller_writes_total counting the writes) and from then on write nothing: the
+// audit log shows no VolumeAttachment create, delete or update and no node status write by
+// adc after the log line that says it noticed, over a 10 s watch and until the built-in
+// controller is switched off. Then adc resumes by itself once the built-in controller has been
+// quiet for --other-controller-quiet-period (15 s here; a Normal Event
+// OtherAttachDetachControllerGone, the gauge back to 0), and a new pod attaches through it.
+// Over the whole scenario no volume in use is detached or dropped from any node's status.
+func TestClusterHandoverBothAtOnce(t *testing.T) {
+	t.Parallel()
+	if clusters[cluster.Standalone] == nil {
+		t.Skipf("adc beside kube-controller-manager's own controller is the standalone way: mode %s not selected", cluster.Standalone)
+	}
+	md := cluster.Standalone
+	h := startHandover(t, md, "both", cluster.Stock.Controllers())
+	ctx := t.Context()
+	s := h.mc.stack
+	h.deploy(ctx, t, h.builtIn())
+
+	const quiet = 15 * time.Second
+	s.ADC().SetArgs(append(s.ADC().Args(), "--other-controller-quiet-period", quiet.String())...)
+	from := time.Now()
+	if err := s.ADC().Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitADCReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adcUp := time.Now()
+
+	// A new pod: the built-in controller attaches it and writes its node's status.
+	both, created := h.createPod(ctx, t, "new-both", h.nodes[0], harness.DefaultDriver)
+	warning := waitNodeEvent(ctx, t, h, "OtherAttachDetachController", created)
+	t.Logf("Event %s %s on node %s: %s", warning.Type, warning.Reason, warning.InvolvedObject.Name, warning.Message)
+	if warning.Type != v1.EventTypeWarning {
+		t.Errorf("Event %s is %s, want Warning", warning.Reason, warning.Type)
+	}
+	noticed, err := loggedAt(s.ADC().Log(), "Another attach/detach controller is writing what adc owns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	figure(t, md, "both at once: pod created -> adc noticed (log)", since(created, noticed))
+	// Either may have created its VolumeAttachment, before adc noticed.
+	h.waitAttached(ctx, t, "both at once", both, created, "")
+	if m := scrape(ctx, t, s.ADCAddr()); m["adc_other_controller_fenced"] != 1 {
+		t.Errorf("adc_other_controller_fenced = %v while fenced, want 1", m["adc_other_controller_fenced"])
+	} else {
+		t.Logf("while fenced: adc_other_controller_fenced 1, %s", describeWrites(m))
+	}
+	// Both on for a while: nothing flaps.
+	time.Sleep(10 * time.Second)
+
+	// The operator switches the built-in controller off; adc resumes after the quiet period.
+	off := time.Now()
+	if err := s.RestartControllerManager(ctx, cluster.Standalone.Controllers()); err != nil {
+		t.Fatal(err)
+	}
+	gone := waitNodeEvent(ctx, t, h, "OtherAttachDetachControllerGone", off)
+	resumed, err := loggedAt(s.ADC().Log(), "adc writes again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Event %s %s on node %s: %s", gone.Type, gone.Reason, gone.InvolvedObject.Name, gone.Message)
+	figure(t, md, "both at once: built-in switched off -> adc resumes (quiet period "+quiet.String()+")", since(off, resumed))
+	if m := scrape(ctx, t, s.ADCAddr()); m["adc_other_controller_fenced"] != 0 {
+		t.Errorf("adc_other_controller_fenced = %v after adc resumed, want 0", m["adc_other_controller_fenced"])
+	}
+
+	audit, err := cluster.ReadAudit(s.Stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// adc's writes between its start and the notice, and none from the notice to the resume.
+	const inFlight = 100 * time.Millisecond // a request sent just before the notice
+	writes := audit.Writes(s.ADCUser(), from, resumed, "volumeattachments", "nodes/status")
+	var before int
+	for _, r := range writes {
+		if r.Received.Before(noticed.Add(inFlight)) {
+			before++
+			t.Logf("adc's write before it noticed: %s at %s", r, r.Received.Format(time.StampMilli))
+			continue
+		}
+		t.Errorf("adc wrote while fenced: %s at %s (noticed at %s)", r, r.Received.Format(time.StampMilli), noticed.Format(time.StampMilli))
+	}
+	builtIn := audit.Writes("", adcUp, off, "volumeattachments", "nodes/status")
+	var kcmWrites int
+	var lastKCM time.Time
+	for _, r := range builtIn {
+		if strings.HasPrefix(r.UserAgent, "kube-controller-manager") {
+			kcmWrites++
+			lastKCM = r.Received
+		}
+	}
+	if !lastKCM.IsZero() {
+		figure(t, md, "both at once: built-in's last write -> adc resumes", since(lastKCM, resumed))
+	}
+	figure(t, md, "both at once: adc's writes before noticing, while fenced", fmt.Sprintf("%d, %d", before, len(writes)-before))
+	figure(t, md, "both at once: built-in controller's writes while both ran", strconv.Itoa(kcmWrites))
+
+	// adc attaches again.
+	h.attachNew(ctx, t, "both at once (resumed)", "new-resumed", h.nodes[1], harness.DefaultDriver, "adc")
+	to := time.Now().Add(settle)
+	time.Sleep(settle)
+	if audit, err = cluster.ReadAudit(s.Stack); err != nil {
+		t.Fatal(err)
+	}
+	var createdVols []hoVol
+	for _, name := range []string{"new-both", "new-resumed"} {
+		createdVols = append(createdVols, h.vols[name])
+	}
+	checkAudit(t, md, "both at once", audit, from, to, createdVols, nil)
+	h.checkPods(ctx, t)
+}
+
+// waitNodeEvent waits for an Event with reason on one of the scenario's nodes, first seen
+// after since, and returns it.
+func waitNodeEvent(ctx context.Context, t *testing.T, h *handover, reason string, since time.Time) v1.Event {
+	t.Helper()
+	var found *v1.Event
+	sel := fields.Set{"reason": reason, "involvedObject.kind": "Node"}.AsSelector().String()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := h.mc.stack.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			e := &list.Items[i]
+			at := e.LastTimestamp.Time
+			if at.IsZero() {
+				at = e.EventTime.Time
+			}
+			// LastTimestamp has whole seconds.
+			if !at.Before(since.Truncate(time.Second)) {
+				found = e
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no Event %s on a node since %s: %v\n%s", reason, since.Format(time.StampMilli), err, tailLines(h.mc.stack.ADC().Log(), 30))
+	}
+	return *found
+}
+
+// loggedAt returns the time of the first klog line of log that contains msg (klog's header
+// has the local time to the microsecond, without the year).
+func loggedAt(log, msg string) (time.Time, error) {
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, msg) {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f[0]) != 5 {
+			continue
+		}
+		now := time.Now()
+		at, err := time.ParseInLocation("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s %s", now.Year(), f[0][1:], f[1]), time.Local)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("the time of log line %q: %w", line, err)
+		}
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("adc never logged %q", msg)
+}
+
+// scrape returns adc's metrics of the other-controller guard, by name, and the writes counter
+// by its labels (name{labels}).
+func scrape(ctx context.Context, t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping adc: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "adc_other_controller_") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func describeWrites(m map[string]float64) string {
+	var parts []string
+	for k, v := range m {
+		if strings.HasPrefix(k, "adc_other_controller_writes_total") {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "no adc_other_controller_writes_total"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
