@@ -100,6 +100,9 @@ func TestClusterHandover(t *testing.T) {
 	}
 }
 
+// scenarioOf names the scenario of a handover cluster's namespace, for its figures.
+var scenarioOf = map[string]string{"ho": "handover", "up": "upgrade", "both": "both at once"}
+
 // settle is how long a step keeps watching after its last wait before the audit log is read,
 // so that a late write (a detach adc decided after its caches synced, a status rewrite) falls
 // in the window: a failure window, not a budget.
@@ -210,7 +213,7 @@ func (h *handover) deploy(ctx context.Context, t *testing.T, creator string) {
 		}
 	}
 	h.waitInUse(ctx, t)
-	figure(t, h.mode, h.ns+": 6 pods Running, volumes in use (attached by "+creator+")", since(start, time.Now()))
+	figure(t, h.mode, scenarioOf[h.ns]+": 6 pods Running, volumes in use (attached by "+creator+")", since(start, time.Now()))
 }
 
 // builtIn is the field manager of the built-in attach/detach controller's writes: client-go

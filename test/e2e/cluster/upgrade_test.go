@@ -65,7 +65,7 @@ func TestClusterHandoverRollingUpgrade(t *testing.T) {
 	// attach.
 	v := h.createVolume(ctx, t, "new-upgrade", h.nodes[1], harness.DefaultDriver)
 	// A pod the old leader attaches just before the SIGTERM.
-	h.attachNew(ctx, t, "upgrade", "pre-upgrade", h.nodes[0], harness.DefaultDriver, "adc")
+	h.attachNew(ctx, t, "upgrade (before SIGTERM)", "pre-upgrade", h.nodes[0], harness.DefaultDriver, "adc")
 
 	from := time.Now()
 	if err := old.Stop(); err != nil {
