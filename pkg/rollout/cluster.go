@@ -36,6 +36,7 @@ func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Rep
 	now := time.Now()
 	r := fromObjects(cfg, cl.Pods, cl.Objects, vas, now)
 	r.NodeLoss = plan.NodeLossFromObjects(cl.Objects, cl.DetachPolicies, plan.DefaultMaxWaitForUnmount, now)
+	r.OtherController = otherControllerFromEvents(listOtherControllerEvents(ctx, c.Kube))
 	return r, nil
 }
 

@@ -1,8 +1,15 @@
 package rollout
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc"
 )
@@ -50,4 +57,63 @@ func otherControllerRecord(o adc.OtherController) *OtherController {
 		r.Message = fmt.Sprintf("Another attach/detach controller wrote earlier (%s); none for %s since, so adc writes again.", what, o.QuietPeriod)
 	}
 	return r
+}
+
+// The Event reasons adc's controller records about another attach/detach controller
+// (adc.ReasonOtherController and adc.ReasonOtherControllerGone), spelled out so that a
+// cluster read needs no controller package.
+const (
+	EventReasonOtherController     = "OtherAttachDetachController"
+	EventReasonOtherControllerGone = "OtherAttachDetachControllerGone"
+)
+
+// otherControllerFromEvents tells, from the Events adc records on nodes, whether the leader is
+// fenced by another attach/detach controller: the newest of its Warning (fenced) and Normal
+// (gone) Events decides. Nil when there is none.
+func otherControllerFromEvents(events []v1.Event) *OtherController {
+	var newest *v1.Event
+	var newestAt time.Time
+	for i := range events {
+		e := &events[i]
+		if e.Reason != EventReasonOtherController && e.Reason != EventReasonOtherControllerGone {
+			continue
+		}
+		if at := eventTime(e); newest == nil || at.After(newestAt) {
+			newest, newestAt = e, at
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	return &OtherController{Fenced: newest.Reason == EventReasonOtherController, Node: newest.InvolvedObject.Name, Seen: newestAt,
+		Message: fmt.Sprintf("adc's Event %s on node %s at %s: %s", newest.Reason, newest.InvolvedObject.Name, newestAt.UTC().Format(time.RFC3339), newest.Message)}
+}
+
+// eventTime is when an Event last happened.
+func eventTime(e *v1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// listOtherControllerEvents lists adc's Events about another attach/detach controller (on
+// Nodes, so in namespace default). A user who may not list Events gets no such line, not an
+// error: the rest of the status does not need them.
+func listOtherControllerEvents(ctx context.Context, c kubernetes.Interface) []v1.Event {
+	var out []v1.Event
+	for _, reason := range []string{EventReasonOtherController, EventReasonOtherControllerGone} {
+		list, err := c.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("reason", reason),
+				fields.OneTermEqualSelector("involvedObject.kind", "Node")).String()})
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Not listing adc's Events about another attach/detach controller", "err", err)
+			return nil
+		}
+		out = append(out, list.Items...)
+	}
+	return out
 }
