@@ -162,6 +162,13 @@ func startHandover(t *testing.T, md cluster.Mode, prefix, controllers string) *h
 		if t.Failed() {
 			t.Log(c.Logs(80))
 		}
+		if md == cluster.Standalone {
+			// adc runs under the RBAC deploy/kubernetes ships: nothing it asked was refused
+			// (Lease, Events, its writes), as the shared clusters check at the end.
+			if err := adcRefused(c.Stack); err != nil {
+				t.Error(err)
+			}
+		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stopping the cluster: %v", err)
 		}
