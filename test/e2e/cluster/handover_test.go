@@ -41,6 +41,8 @@ import (
 //     pod is deleted (gone before adc starts) and a pod with a new volume created: after the
 //     switch the deleted pod's volume is detached (VolumeAttachment deleted, gone from its
 //     node's status.volumesAttached) and the new pod's attached.
+//   - churn-rollback: the same on the way back to the built-in controller, with migrated
+//     gce-pd volumes (the deleted pod's and the new pod's).
 //
 // Each step is judged from the API server's audit log over its window (from the switch to a
 // few seconds after its last wait; the policy logs every write of nodes/status,
@@ -72,7 +74,7 @@ func TestClusterHandover(t *testing.T) {
 			}
 			t.Run("rollback", func(t *testing.T) {
 				from := time.Now()
-				h.toStock(ctx, t)
+				h.toStock(ctx, t, "rollback", nil)
 				v := h.attachNew(ctx, t, "rollback", "new-rollback", h.nodes[1], harness.DefaultDriver, h.builtIn())
 				h.check(ctx, t, "rollback", from, []hoVol{v}, nil)
 			})
@@ -95,6 +97,24 @@ func TestClusterHandover(t *testing.T) {
 				h.waitAttached(ctx, t, "churn", created, createdAt, "adc")
 				h.waitDetached(ctx, t, "churn", gone)
 				h.check(ctx, t, "churn", from, []hoVol{created}, []hoVol{gone})
+			})
+			if t.Failed() {
+				return
+			}
+			t.Run("churn-rollback", func(t *testing.T) {
+				// Back to the built-in controller while pods come and go, with migrated gce-pd
+				// volumes: the one deleted in the gap detached, the one created attached by it.
+				from := time.Now()
+				gone := h.vols[h.plain[2]]
+				created := h.createVolume(ctx, t, "new-churn-rollback", h.nodes[0], harness.GCEPDDriver)
+				var createdAt time.Time
+				h.toStock(ctx, t, "churn-rollback", func() {
+					h.deletePod(ctx, t, gone.pod)
+					createdAt = h.createPodOf(ctx, t, created)
+				})
+				h.waitAttached(ctx, t, "churn-rollback", created, createdAt, h.builtIn())
+				h.waitDetached(ctx, t, "churn-rollback", gone)
+				h.check(ctx, t, "churn-rollback", from, []hoVol{created}, []hoVol{gone})
 			})
 		})
 	}
@@ -404,7 +424,7 @@ func (h *handover) waitDetached(ctx context.Context, t *testing.T, step string, 
 	if err != nil {
 		t.Fatalf("%s still in node %s's status.volumesAttached: %v", v.unique(), v.node, err)
 	}
-	figure(t, h.mode, step+": adc started -> deleted pod's volume detached", since(h.upAt, deleted.At))
+	figure(t, h.mode, step+": controller started -> deleted pod's volume detached", since(h.upAt, deleted.At))
 }
 
 // creators returns the managers that created VolumeAttachment name: those of its managedFields
@@ -473,20 +493,28 @@ func (h *handover) runGap(t *testing.T, step string, gap func()) {
 	figure(t, h.mode, step+": gap with no attach/detach controller (test's changes)", since(start, time.Now()))
 }
 
-// toStock stops adc and brings the built-in attach/detach controller back (the rollback).
-func (h *handover) toStock(ctx context.Context, t *testing.T) {
+// toStock stops adc and brings the built-in attach/detach controller back (the rollback);
+// gap, when set, runs in between, while no attach/detach controller runs.
+func (h *handover) toStock(ctx context.Context, t *testing.T, step string, gap func()) {
 	t.Helper()
 	s := h.mc.stack
 	start := time.Now()
-	if h.mode == cluster.Standalone {
+	switch h.mode {
+	case cluster.Standalone:
 		if err := s.ADC().Stop(); err != nil {
 			t.Fatal(err)
 		}
+	case cluster.KCMADC:
+		if err := s.ControllerManager().Stop(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	h.runGap(t, step, gap)
+	h.upAt = time.Now()
 	if err := s.RestartControllerManager(ctx, cluster.Stock.Controllers()); err != nil {
 		t.Fatal(err)
 	}
-	figure(t, h.mode, "rollback: switch to built-in (stop adc -> kcm up)", since(start, time.Now()))
+	figure(t, h.mode, step+": switch to built-in (stop adc -> kcm up)", since(start, time.Now()))
 }
 
 // check judges the step that began at from, after settle: from the audit log, no
