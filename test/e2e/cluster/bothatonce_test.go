@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/migration-aware/adc/internal/auditlog"
 	"github.com/migration-aware/adc/test/e2e/cluster"
 	"github.com/migration-aware/adc/test/e2e/harness"
 )
@@ -23,16 +24,19 @@ import (
 // Two attach/detach controllers at once (issue 42, item 2, on the whole cluster): adc is
 // started (standalone, as the Deployment runs it) while kube-controller-manager's own
 // attach/detach controller is still on, a step an operator gets wrong by switching in the
-// wrong order. A pod with a new volume makes the built-in controller write (its
-// VolumeAttachment, its node's status.volumesAttached); adc must notice, say so (a Warning
+// wrong order. A pod with new volumes makes the built-in controller write (its
+// VolumeAttachments, its node's status.volumesAttached); adc must notice, say so (a Warning
 // Event OtherAttachDetachController on the node, adc_other_controller_fenced 1,
-// adc_other_controller_writes_total counting the writes) and from then on write nothing: the
-// audit log shows no VolumeAttachment create, delete or update and no node status write by
-// adc after the log line that says it noticed, over a 10 s watch and until the built-in
-// controller is switched off. Then adc resumes by itself once the built-in controller has been
-// quiet for --other-controller-quiet-period (15 s here; a Normal Event
-// OtherAttachDetachControllerGone, the gauge back to 0), and a new pod attaches through it.
-// Over the whole scenario no volume in use is detached or dropped from any node's status.
+// adc_other_controller_writes_total counting the writes, readiness still 200 with
+// /readyz?verbose saying why) and from then on write nothing: the audit log shows no
+// VolumeAttachment create, delete or update and no node status write by adc after the log
+// line that says it noticed, over a 10 s watch and until the built-in controller is switched
+// off. Then adc resumes by itself once the built-in controller has been quiet for
+// --other-controller-quiet-period (15 s here; a Normal Event OtherAttachDetachControllerGone,
+// the gauge back to 0), and a new pod attaches through it. Over the whole scenario no volume
+// in use is detached, and none is dropped from a node's status by a write of adc; the
+// built-in controller's writes may drop some while both run (it lists only what it attached
+// itself): counted in a figure.
 func TestClusterHandoverBothAtOnce(t *testing.T) {
 	t.Parallel()
 	if clusters[cluster.Standalone] == nil {
@@ -111,6 +115,19 @@ func TestClusterHandoverBothAtOnce(t *testing.T) {
 	} else {
 		t.Logf("while fenced: adc_other_controller_fenced 1, %s", describeWrites(m))
 	}
+	// Readiness stays true while fenced; ?verbose says why adc writes nothing.
+	code, body := get(ctx, t, "http://"+s.ADCAddr()+"/readyz?verbose")
+	line := ""
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, "other-attach-detach-controller") {
+			line = l
+		}
+	}
+	if code != http.StatusOK || !strings.Contains(line, "fenced") {
+		t.Errorf("/readyz?verbose while fenced: %d, other-attach-detach-controller line %q; want 200 and why adc is fenced\n%s", code, line, body)
+	} else {
+		t.Logf("/readyz?verbose while fenced: %d, %s", code, line)
+	}
 	// Both on for a while: nothing flaps.
 	time.Sleep(10 * time.Second)
 
@@ -171,7 +188,25 @@ func TestClusterHandoverBothAtOnce(t *testing.T) {
 	if audit, err = cluster.ReadAudit(s.Stack); err != nil {
 		t.Fatal(err)
 	}
-	checkAudit(t, md, "both at once", audit, from, to, append(created, h.vols["new-resumed"]), nil)
+	// adc's node status writes never drop a volume. The built-in controller's may: it writes
+	// the volumes it attached itself, and while both run those may be fewer than adc had
+	// written (seen: the three volumes of the first new pod listed by adc, one by the
+	// built-in controller's next write, before its other two attaches completed). That is the
+	// fight the fence keeps adc out of, not adc's doing: reported, not judged.
+	adcUser := s.ADCUser()
+	checkAuditOf(t, md, "both at once", audit, from, to, append(created, h.vols["new-resumed"]), nil,
+		func(r auditlog.Request) bool { return r.User == adcUser })
+	statusWrites, err := audit.NodeStatusWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var builtInDrops int
+	for _, d := range cluster.DroppedVolumes(statusWrites, from, to) {
+		if d.Write.Request.User != adcUser {
+			builtInDrops++
+		}
+	}
+	figure(t, md, "both at once: volumes the built-in controller's writes dropped from node status", strconv.Itoa(builtInDrops))
 	h.checkPods(ctx, t)
 }
 
@@ -229,22 +264,29 @@ func loggedAt(log, msg string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("adc never logged %q", msg)
 }
 
-// scrape returns adc's metrics of the other-controller guard, by name, and the writes counter
-// by its labels (name{labels}).
-func scrape(ctx context.Context, t *testing.T, addr string) map[string]float64 {
+// get returns the status code and body of a GET of url.
+func get(ctx context.Context, t *testing.T, url string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("scraping adc: %v", err)
+		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp.StatusCode, string(body)
+}
+
+// scrape returns adc's metrics of the other-controller guard, by name, and the writes counter
+// by its labels (name{labels}).
+func scrape(ctx context.Context, t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	_, body := get(ctx, t, "http://"+addr+"/metrics")
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, "adc_other_controller_") {
 			continue
 		}
