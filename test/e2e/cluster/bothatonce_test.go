@@ -90,7 +90,7 @@ func TestClusterHandoverBothAtOnce(t *testing.T) {
 			firstCreated = at
 		}
 		created = append(created, vols...)
-		if warning, err = findNodeEvent(ctx, h, "OtherAttachDetachController", at, attemptWindow); err != nil {
+		if warning, err = findNodeEvent(ctx, h, "OtherAttachDetachController", firstCreated, attemptWindow); err != nil {
 			t.Logf("attempt %d: %v", attempt, err)
 		}
 		// Either may have created the VolumeAttachments, before adc noticed.
