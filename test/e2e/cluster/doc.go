@@ -37,9 +37,10 @@
 // The handover scenarios (issue 42) each start a small cluster of their own instead of a mode's
 // shared one, because they change the attach/detach controller under running pods: adopting
 // adc from kube-controller-manager's own controller and rolling back, with pods coming and
-// going in the gap (handover_test.go, kcm-adc and standalone), a rolling upgrade of adc's two
-// leader-elected replicas (upgrade_test.go) and adc started beside the built-in controller
-// (bothatonce_test.go). They are judged from the API server's audit log, whose policy
+// going in the gap (handover_test.go), a rolling upgrade of two leader-elected replicas (adc's
+// Deployment, or kube-controller-manager with adc inside on two control plane nodes:
+// upgrade_test.go), all in the kcm-adc and standalone modes, and adc started beside the
+// built-in controller (bothatonce_test.go, standalone). They are judged from the API server's audit log, whose policy
 // (AuditPolicy) keeps the response to every write of node status, VolumeAttachments and
 // Leases: every revision of each node's status.volumesAttached is there (audit.go).
 //

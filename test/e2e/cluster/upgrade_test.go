@@ -14,67 +14,137 @@ import (
 	"github.com/migration-aware/adc/test/e2e/harness"
 )
 
-// A rolling upgrade of adc (issue 42, item 3), as the Deployment of deploy/kubernetes does
-// it: two replicas elect a leader on the Lease adc-system/adc with the shipped flags (lease
-// 15 s, renew deadline 10 s, retry period 5 s); the old version leads and has attached every
-// volume (a StatefulSet of three and three plain pods, one a migrated gce-pd volume), the new
-// version stands by, then the old one gets SIGTERM, as the kubelet sends it when the
-// Deployment replaces its Pod. It releases the Lease on its way out (ReleaseOnCancel) and must
-// exit 0; the new one takes the Lease and carries on: a pod created right after the SIGTERM
-// is attached by it. Judged from the audit log as the handover is: over the upgrade, no
-// VolumeAttachment created or deleted but the new pod's, no volume dropped from any node's
-// status.volumesAttached, every pod still Running. Reported, never asserted: SIGTERM -> Lease
-// released, released -> taken by the new replica, the old leader's last write -> the new
-// one's first (a pod the old leader attached just before the SIGTERM makes that last write
-// recent), and the new pod's attach.
+// A rolling upgrade of adc (issue 42, item 3): two replicas elect a leader, the old version
+// leads and has attached every volume (a StatefulSet of three and three plain pods, one a
+// migrated gce-pd volume), the new version stands by, then the old one gets SIGTERM, as the
+// kubelet sends it when its Pod is replaced, and must exit cleanly; the new one takes the
+// Lease and carries on: a pod created right after the SIGTERM is attached by it.
+//   - standalone: adc's Deployment (deploy/kubernetes), the Lease adc-system/adc with the
+//     shipped flags (lease 15 s, renew deadline 10 s, retry period 5 s); adc releases the
+//     Lease on its way out (ReleaseOnCancel), which the test checks.
+//   - kcm-adc: kube-controller-manager with adc inside on two control plane nodes, its own
+//     Lease kube-system/kube-controller-manager with its defaults (15 s, 10 s, 2 s); whether
+//     it releases the Lease on SIGTERM is reported, not asserted.
+//
+// Judged from the audit log as the handover is: over the upgrade, no VolumeAttachment created
+// or deleted but the new pod's, no volume dropped from any node's status.volumesAttached,
+// every pod still Running. Reported, never asserted: SIGTERM -> Lease released, released ->
+// taken by the new replica, the old leader's last write -> the new one's first (a pod the old
+// leader attached just before the SIGTERM makes that last write recent), Lease taken -> the
+// new leader's first write, and the new pod's attach.
 func TestClusterHandoverRollingUpgrade(t *testing.T) {
 	t.Parallel()
-	if clusters[cluster.Standalone] == nil {
-		t.Skipf("the rolling upgrade is of adc's Deployment: mode %s not selected", cluster.Standalone)
+	for _, md := range []cluster.Mode{cluster.KCMADC, cluster.Standalone} {
+		if clusters[md] == nil {
+			continue
+		}
+		t.Run(string(md), func(t *testing.T) {
+			t.Parallel()
+			runUpgrade(t, md)
+		})
 	}
-	md := cluster.Standalone
-	h := startHandover(t, md, "up", cluster.Standalone.Controllers())
+}
+
+// replica is one replica of the upgrade: adc's process, or kube-controller-manager's.
+type replica interface {
+	Start() error
+	Stop() error
+}
+
+// upgrade says, per mode, what the replicas are and which Lease they elect on.
+type upgrade struct {
+	leaseNS, leaseName string
+	// user is the user adc's writes are made as.
+	user string
+	// newReplica prepares a replica named name; ready waits until it serves.
+	newReplica func(name string) (replica, func(context.Context) error, error)
+}
+
+func runUpgrade(t *testing.T, md cluster.Mode) {
 	ctx := t.Context()
+	var u upgrade
+	var h *handover
+	switch md {
+	case cluster.Standalone:
+		h = startHandover(t, md, "up", cluster.Standalone.Controllers())
+		s := h.mc.stack
+		u = upgrade{leaseNS: adcLeaseNS, leaseName: adcLeaseName, user: s.ADCUser(),
+			newReplica: func(name string) (replica, func(context.Context) error, error) {
+				r, err := s.NewADCReplica(name, "--leader-elect-namespace", adcLeaseNS)
+				if err != nil {
+					return nil, nil, err
+				}
+				return r, r.WaitReady, nil
+			}}
+	case cluster.KCMADC:
+		h = startHandover(t, md, "up", cluster.KCMADC.Controllers())
+		s := h.mc.stack
+		// The harness runs one kube-controller-manager without leader election; both
+		// replicas of the upgrade elect.
+		kcm := s.ControllerManager()
+		if err := kcm.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		args := kcm.Args()
+		for i, a := range args {
+			if a == "--leader-elect=false" {
+				args[i] = "--leader-elect=true"
+			}
+		}
+		kcm.SetArgs(args...)
+		u = upgrade{leaseNS: "kube-system", leaseName: "kube-controller-manager",
+			user: "system:serviceaccount:kube-system:attachdetach-controller",
+			newReplica: func(name string) (replica, func(context.Context) error, error) {
+				if name == "kcm-old" {
+					return kcm, s.WaitControllerManagerHealthy, nil
+				}
+				r, err := s.NewControllerManagerReplica(name)
+				if err != nil {
+					return nil, nil, err
+				}
+				return r, r.WaitHealthy, nil
+			}}
+	}
 	s := h.mc.stack
-	leaseArgs := []string{"--leader-elect-namespace", leaseNS}
-	old, err := s.NewADCReplica("adc-old", leaseArgs...)
+	names := map[cluster.Mode][2]string{cluster.Standalone: {"adc-old", "adc-new"}, cluster.KCMADC: {"kcm-old", "kcm-new"}}[md]
+	old, oldReady, err := u.newReplica(names[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := old.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.WaitReady(ctx); err != nil {
+	if err := oldReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	oldID := waitLeader(ctx, t, h, func(id string) bool { return id != "" })
-	t.Logf("adc-old leads as %s", oldID)
+	oldID := waitLeader(ctx, t, h, u, func(id string) bool { return id != "" })
+	t.Logf("%s leads as %s", names[0], oldID)
 	h.deploy(ctx, t, "adc")
 
-	neu, err := s.NewADCReplica("adc-new", leaseArgs...)
+	neu, neuReady, err := u.newReplica(names[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := neu.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := neu.WaitReady(ctx); err != nil {
+	if err := neuReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The new pod's claim is bound beforehand, so that its pod waits for nothing but the
-	// attach.
+	// The new pod's claim is bound beforehand (in the kcm-adc mode the PV controller pauses
+	// with the leader too), so that its pod waits for nothing but the attach.
 	v := h.createVolume(ctx, t, "new-upgrade", h.nodes[1], harness.DefaultDriver)
 	// A pod the old leader attaches just before the SIGTERM.
 	h.attachNew(ctx, t, "upgrade (before SIGTERM)", "pre-upgrade", h.nodes[0], harness.DefaultDriver, "adc")
 
 	from := time.Now()
 	if err := old.Stop(); err != nil {
-		t.Errorf("adc-old on SIGTERM: %v", err)
+		t.Errorf("%s on SIGTERM: %v", names[0], err)
 	}
 	exited := time.Now()
 	created := h.createPodOf(ctx, t, v)
-	newID := waitLeader(ctx, t, h, func(id string) bool { return id != "" && id != oldID })
-	t.Logf("adc-new leads as %s", newID)
+	newID := waitLeader(ctx, t, h, u, func(id string) bool { return id != "" && id != oldID })
+	t.Logf("%s leads as %s", names[1], newID)
 	h.waitAttached(ctx, t, "upgrade", v, created, "adc")
 
 	time.Sleep(settle)
@@ -87,7 +157,7 @@ func TestClusterHandoverRollingUpgrade(t *testing.T) {
 	h.checkPods(ctx, t)
 
 	// The figures, from the audit log.
-	leases, err := audit.LeaseWrites(leaseNS, leaseName)
+	leases, err := audit.LeaseWrites(u.leaseNS, u.leaseName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,21 +171,24 @@ func TestClusterHandoverRollingUpgrade(t *testing.T) {
 			acquired = r
 		}
 	}
-	if released.IsZero() {
-		t.Errorf("adc-old did not release the Lease %s/%s on SIGTERM (writes: %s)", leaseNS, leaseName, describeLeases(leases))
-	} else {
+	figure(t, md, "upgrade: SIGTERM -> old replica exited", since(from, exited))
+	switch {
+	case !released.IsZero():
 		figure(t, md, "upgrade: SIGTERM -> Lease released", since(from, released))
-		figure(t, md, "upgrade: SIGTERM -> old replica exited", since(from, exited))
+	case md == cluster.Standalone:
+		t.Errorf("%s did not release the Lease %s/%s on SIGTERM (writes: %s)", names[0], u.leaseNS, u.leaseName, describeLeases(leases))
+	default:
+		figure(t, md, "upgrade: SIGTERM -> Lease released", "never (taken over once expired)")
 	}
 	if acquired.IsZero() {
-		t.Fatalf("adc-new never took the Lease (writes: %s)", describeLeases(leases))
+		t.Fatalf("%s never took the Lease (writes: %s)", names[1], describeLeases(leases))
 	}
 	if !released.IsZero() {
 		figure(t, md, "upgrade: Lease released -> taken by the new replica", since(released, acquired))
 	}
-	decisions := []string{"volumeattachments", "nodes/status"}
+	figure(t, md, "upgrade: SIGTERM -> Lease taken by the new replica", since(from, acquired))
 	var lastOld, firstNew auditlog.Request
-	for _, r := range audit.Writes(s.ADCUser(), time.Time{}, time.Time{}, decisions...) {
+	for _, r := range audit.Writes(u.user, time.Time{}, time.Time{}, "volumeattachments", "nodes/status") {
 		switch {
 		case r.Received.Before(exited):
 			lastOld = r
@@ -133,16 +206,16 @@ func TestClusterHandoverRollingUpgrade(t *testing.T) {
 
 // The Lease of adc's leader election, as deploy/kubernetes names it.
 const (
-	leaseNS   = "adc-system"
-	leaseName = "adc"
+	adcLeaseNS   = "adc-system"
+	adcLeaseName = "adc"
 )
 
-// waitLeader waits until the holder of adc's Lease satisfies ok and returns it.
-func waitLeader(ctx context.Context, t *testing.T, h *handover, ok func(string) bool) string {
+// waitLeader waits until the holder of u's Lease satisfies ok and returns it.
+func waitLeader(ctx context.Context, t *testing.T, h *handover, u upgrade, ok func(string) bool) string {
 	t.Helper()
 	var holder string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := h.mc.stack.Client.CoordinationV1().Leases(leaseNS).Get(ctx, leaseName, metav1.GetOptions{})
+		l, err := h.mc.stack.Client.CoordinationV1().Leases(u.leaseNS).Get(ctx, u.leaseName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -153,7 +226,7 @@ func waitLeader(ctx context.Context, t *testing.T, h *handover, ok func(string) 
 		return ok(holder), nil
 	})
 	if err != nil {
-		t.Fatalf("Lease %s/%s: holder %q: %v", leaseNS, leaseName, holder, err)
+		t.Fatalf("Lease %s/%s: holder %q: %v", u.leaseNS, u.leaseName, holder, err)
 	}
 	return holder
 }

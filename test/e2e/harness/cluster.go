@@ -76,6 +76,50 @@ func (s *Stack) WaitControllerManagerHealthy(ctx context.Context) error {
 	return s.waitHealthy(ctx, s.kcm, s.kcmPort)
 }
 
+// ControllerManagerReplica is one more kube-controller-manager beside ControllerManager(), as
+// a second control plane node runs it: same binary and flags, its own secure port and
+// certificate folder.
+type ControllerManagerReplica struct {
+	*Process
+	s    *Stack
+	port int
+}
+
+// NewControllerManagerReplica prepares a kube-controller-manager replica named name (its log
+// is <name>.log) with ControllerManager()'s current flags but its own port and --cert-dir, and
+// extra added after them (e.g. --leader-elect=true); Start starts it. The stack stops it with
+// the rest.
+func (s *Stack) NewControllerManagerReplica(name string, extra ...string) (*ControllerManagerReplica, error) {
+	if s.kcm == nil {
+		return nil, fmt.Errorf("harness: no kube-controller-manager in this stack (Options.Cluster)")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := s.kcm.Args()
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--secure-port":
+			args[i+1] = strconv.Itoa(port)
+		case "--cert-dir":
+			args[i+1] = filepath.Join(s.Dir, "cp", name+"-certs")
+		}
+	}
+	p := newProcess(name, s.opts.Cluster.ControllerManager, s.logPath(name), append(args, extra...)...)
+	p.anyExitOnSIGTERM = true
+	s.track(p, port)
+	s.mu.Lock()
+	s.replicas = append(s.replicas, p)
+	s.mu.Unlock()
+	return &ControllerManagerReplica{Process: p, s: s, port: port}, nil
+}
+
+// WaitHealthy waits for the replica's /healthz (a standby answers too).
+func (r *ControllerManagerReplica) WaitHealthy(ctx context.Context) error {
+	return r.s.waitHealthy(ctx, r.Process, r.port)
+}
+
 // newClusterProcesses prepares kube-controller-manager and kube-scheduler: their flags, ports
 // and folders (all inside the stack's folder, none on the host's defaults such as
 // /var/run/kubernetes or /usr/libexec/kubernetes).
