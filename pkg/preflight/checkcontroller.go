@@ -21,6 +21,9 @@ func (w *world) checkOtherController() {
 	}
 	seen := map[string]*evidence{}
 	note := func(manager string) *evidence {
+		if volumeattach.IsKubeControllerManager(manager) {
+			manager = volumeattach.KubeControllerManager // whatever the binary's name
+		}
 		e := seen[manager]
 		if e == nil {
 			e = &evidence{}

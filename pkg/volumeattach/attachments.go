@@ -93,13 +93,9 @@ func CreatedByAttachDetachController(ctx context.Context, client kubernetes.Inte
 		return false, false, err
 	}
 	for _, m := range va.ManagedFields {
-		if m.Operation == metav1.ManagedFieldsOperationUpdate && attachDetachManagers[m.Manager] {
+		if m.Operation == metav1.ManagedFieldsOperationUpdate && (m.Manager == FieldManager || IsKubeControllerManager(m.Manager)) {
 			return true, true, nil
 		}
 	}
 	return false, true, nil
 }
-
-// attachDetachManagers are the field managers of attach/detach controllers: adc's, and
-// kube-controller-manager's.
-var attachDetachManagers = map[string]bool{FieldManager: true, KubeControllerManager: true}

@@ -2,6 +2,7 @@ package volumeattach
 
 import (
 	"encoding/json"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +15,14 @@ import (
 // KubeControllerManager is the field manager of kube-controller-manager's built-in
 // attach/detach controller (its user agent's program name).
 const KubeControllerManager = "kube-controller-manager"
+
+// IsKubeControllerManager reports whether a field manager is a kube-controller-manager's:
+// client-go names it after the binary, so a distribution's build (kube-controller-manager-adc,
+// kube-controller-manager-amd64) writes as the binary's name, which starts with
+// kube-controller-manager.
+func IsKubeControllerManager(manager string) bool {
+	return strings.HasPrefix(manager, KubeControllerManager)
+}
 
 // VolumesAttachedOwner returns the field manager that owns a Node's status.volumesAttached:
 // the list is atomic, so that is whoever changed it last. Empty when nobody does.

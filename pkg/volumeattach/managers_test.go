@@ -50,3 +50,12 @@ func TestVolumesAttachedOwnerAndCreator(t *testing.T) {
 		})
 	}
 }
+
+func TestIsKubeControllerManager(t *testing.T) {
+	for manager, want := range map[string]bool{"kube-controller-manager": true, "kube-controller-manager-adc": true,
+		"adc": false, "kubectl": false, "": false, "csi-attacher": false} {
+		if got := IsKubeControllerManager(manager); got != want {
+			t.Errorf("IsKubeControllerManager(%q) = %v, want %v", manager, got, want)
+		}
+	}
+}

@@ -8,8 +8,8 @@
 //
 // What counts as the other controller's write is read from objects, never guessed:
 //   - a change of a Node's status.volumesAttached (an atomic list, so its owner in
-//     managedFields is whoever changed it last) whose owner is one of OtherManagers;
-//   - a VolumeAttachment created, after adc's caches synced, by one of OtherManagers (the
+//     managedFields is whoever changed it last) whose owner is a kube-controller-manager;
+//   - a VolumeAttachment created, after adc's caches synced, by a kube-controller-manager (the
 //     manager that owns its spec).
 //
 // Another adc writes with adc's own field manager and cannot be told apart this way; leader
@@ -18,7 +18,6 @@ package othercontroller
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -90,10 +89,11 @@ type WriteKey struct {
 type Options struct {
 	// OwnManager is adc's field manager (volumeattach.FieldManager).
 	OwnManager string
-	// OtherManagers are the field managers of other attach/detach controllers (default:
-	// kube-controller-manager's). Tools and tests that write these objects with a manager of
-	// their own are not taken for a controller.
-	OtherManagers []string
+	// IsOther tells whether a field manager is another attach/detach controller's (default:
+	// any kube-controller-manager's, volumeattach.IsKubeControllerManager; never OwnManager).
+	// Tools and tests that write these objects with a manager of their own are not taken for
+	// a controller.
+	IsOther func(manager string) bool
 	// QuietPeriod is how long no other write must be seen before adc writes again
 	// (default DefaultQuietPeriod).
 	QuietPeriod time.Duration
@@ -103,8 +103,7 @@ type Options struct {
 
 // Guard keeps what adc saw of other attach/detach controllers, behind its own lock.
 type Guard struct {
-	opts   Options
-	others map[string]bool
+	opts Options
 
 	mu     sync.Mutex
 	last   Write
@@ -114,8 +113,8 @@ type Guard struct {
 
 // New returns a guard that has seen nothing.
 func New(o Options) *Guard {
-	if len(o.OtherManagers) == 0 {
-		o.OtherManagers = []string{KubeControllerManager}
+	if o.IsOther == nil {
+		o.IsOther = volumeattach.IsKubeControllerManager
 	}
 	if o.QuietPeriod <= 0 {
 		o.QuietPeriod = DefaultQuietPeriod
@@ -123,13 +122,7 @@ func New(o Options) *Guard {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	g := &Guard{opts: o, others: map[string]bool{}, writes: map[WriteKey]int64{}}
-	for _, m := range o.OtherManagers {
-		if m != o.OwnManager {
-			g.others[m] = true
-		}
-	}
-	return g
+	return &Guard{opts: o, writes: map[WriteKey]int64{}}
 }
 
 // NodeUpdated checks a Node update for another controller's write of
@@ -140,7 +133,7 @@ func (g *Guard) NodeUpdated(old, cur *v1.Node) (Write, bool, bool) {
 		return Write{}, false, false
 	}
 	manager := volumeattach.VolumesAttachedOwner(cur)
-	if !g.others[manager] {
+	if manager == "" || manager == g.opts.OwnManager || !g.opts.IsOther(manager) {
 		return Write{}, false, false
 	}
 	opened := g.saw(Write{Manager: manager, Object: NodeStatus, Name: cur.Name, Node: cur.Name})
@@ -155,7 +148,7 @@ func (g *Guard) AttachmentAdded(va *storagev1.VolumeAttachment, inInitialList bo
 		return Write{}, false, false
 	}
 	manager := volumeattach.Creator(va)
-	if !g.others[manager] {
+	if manager == "" || manager == g.opts.OwnManager || !g.opts.IsOther(manager) {
 		return Write{}, false, false
 	}
 	opened := g.saw(Write{Manager: manager, Object: VolumeAttachment, Name: va.Name, Node: va.Spec.NodeName})
@@ -236,16 +229,6 @@ func sameVolumesAttached(a, b []v1.AttachedVolume) bool {
 		}
 	}
 	return true
-}
-
-// Managers returns the other managers a guard looks for, sorted, for messages.
-func (g *Guard) Managers() []string {
-	out := make([]string, 0, len(g.others))
-	for m := range g.others {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // The only fields of managedFields the guard reads, shared by every trimmed object (never
