@@ -15,8 +15,7 @@
 //	world.go                    what memory and the checker read of the informer stores
 //	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
 //	informers.go, name.go       adc's own informer factory; its name in kube-controller-manager
-//	report.go, operations.go, flips.go
-//	                            what adc reports: pair states, operations, migration flips
+//	readmodel.go                what adc reports (pkg/readmodel): pair states, operations, flips
 //
 // and, under internal/, one job per package, each owning its state and lock if it has any;
 // none imports pkg/adc:
@@ -32,7 +31,7 @@
 //	intree       the calls to a host's in-tree attacher, and the periodic check of their result
 //	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
 //	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
-//	report       pair states, operations and flips, for metrics and the dashboard; multimap
+//	report       keeps pair states, operations and flips (pkg/readmodel's types); multimap
 //
 // pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.

@@ -10,6 +10,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -51,7 +52,7 @@ type Options struct {
 	Attachments volumeattach.AttachmentWriter
 	NodeStatus  volumeattach.StatusWriter
 	// Observer is told about finished operations and forced detaches (metrics); optional.
-	Observer Observer
+	Observer readmodel.Observer
 	// Recorder records Events; nil means a recorder for component "adc" on the clientset.
 	Recorder record.EventRecorder
 	// Clock is injectable so tests can drive backoff and force-detach timing.
