@@ -20,8 +20,8 @@ import (
 // controller having an in-tree attacher); a multi-attach problem is reported for a
 // ReadWriteOnce volume not attached to its pod's node while a VolumeAttachment or node status
 // shows it attached to another node.
-func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Report, error) {
-	cl, err := plan.ListCluster(ctx, c, cfg, true)
+func FromCluster(ctx context.Context, c plan.Reader, cfg migration.Config) (Report, error) {
+	cl, err := plan.ReadCluster(ctx, c, cfg, plan.Scope{VolumeAttachments: true})
 	if err != nil {
 		return Report{}, fmt.Errorf("computing rollout status: %w", err)
 	}
