@@ -38,12 +38,11 @@ func init() { subcommands = append(subcommands, newControllerCommand) }
 
 // controllerFlags are the flags of `adc controller`.
 type controllerFlags struct {
-	kubeconfig         string
-	workers            int
+	kubeconfig string
+	// shared are the flags kube-controller-manager also has (with an adc- prefix).
+	shared             *adc.FlagOptions
 	qps                float32
 	burst              int
-	migration          migrationFlags
-	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	createsInFlight    int
 	resync             time.Duration
@@ -61,7 +60,7 @@ type controllerFlags struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions()}
+	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions(), shared: adc.NewFlagOptions()}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the migration-aware attach/detach controller until SIGINT or SIGTERM",
@@ -81,11 +80,9 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	rec.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
-	f.migration.add(rec)
-	rec.IntVar(&f.workers, "workers", adc.DefaultWorkers, "Number of nodes reconciled in parallel (and of node status writers).")
+	f.shared.AddFlags(rec, "", "")
 	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
 	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
-	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", adc.DefaultOptions().MaxWaitForUnmount, "How long a node may be not Ready before its in-use volumes are force-detached.")
 	other := fss.FlagSet("other")
 	other.StringVar(&f.leaseName, "leader-elect-lease-name", "adc", "Name of the leader election Lease.")
 	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
@@ -117,16 +114,8 @@ func loggingFeatureGate() featuregate.FeatureGate {
 // controllerOptions turns flags into controller options, with errors that name the flag.
 func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	opts := adc.DefaultOptions()
-	cfg, err := f.migration.config()
-	if err != nil {
-		return opts, err
-	}
-	opts.Migration = cfg
+	f.shared.ApplyTo(&opts)
 	switch {
-	case f.maxWaitForUnmount <= 0:
-		return opts, fmt.Errorf("--max-wait-for-unmount must be positive, got %s", f.maxWaitForUnmount)
-	case f.workers < 1:
-		return opts, fmt.Errorf("--workers must be at least 1, got %d", f.workers)
 	case f.qps <= 0 || f.burst <= 0:
 		return opts, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.qps, f.burst)
 	case f.nodeStatusMaxDelay < 0:
@@ -137,7 +126,6 @@ func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 		return opts, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
 			f.leaseDuration, f.renewDeadline, f.retryPeriod)
 	}
-	opts.MaxWaitForUnmount = f.maxWaitForUnmount
 	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
 	opts.CreatesInFlight = f.createsInFlight
 	if err := f.serving.Validate(); err != nil {
@@ -234,7 +222,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		current = ctrl
 		mu.Unlock()
 		factory.Start(ctx.Done())
-		ctrl.Run(ctx, f.workers)
+		ctrl.Run(ctx, f.shared.Workers)
 		factory.Shutdown()
 	}
 	if !f.leaderElect {

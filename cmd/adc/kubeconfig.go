@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/migration-aware/adc/pkg/plan"
 )
 
 // restConfig loads a kubeconfig file, or the in-cluster config when path is empty, and sets
@@ -30,4 +34,24 @@ func restConfig(path string, qps float32, burst int) (*rest.Config, error) {
 		cfg.Burst = burst
 	}
 	return cfg, nil
+}
+
+// readClients builds the clients of a read-only command (plan, status). An empty kubeconfig
+// means the in-cluster configuration; client-go's default rate limits are plenty for a
+// handful of lists.
+func readClients(kubeconfig, userAgent string) (plan.Clients, error) {
+	cfg, err := restConfig(kubeconfig, 0, 0)
+	if err != nil {
+		return plan.Clients{}, err
+	}
+	cfg.UserAgent = userAgent
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return plan.Clients{}, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return plan.Clients{}, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	return plan.Clients{Kube: kube, Dynamic: dyn}, nil
 }
