@@ -6,16 +6,19 @@
 // Where things are:
 //
 //	controller.go, options.go   New, Run, the node and status queues and their workers; Options
-//	handlers.go, indexers.go    informer event handlers: what change re-decides which node
-//	reconcile.go                syncNode: read, plan (internal/nodeplan), apply the pairs' steps
+//	flags.go                    the flags every host shares (FlagOptions)
+//	handlers.go                 informer event handlers: what change re-decides which node
+//	stores.go                   the by-node indexes; what memory and the checker read of the stores
+//	reconcile.go                syncNode: read, plan (internal/nodeplan), apply the pairs' steps;
+//	                            Event reasons, one Event per pod and reason; held pairs' backoff
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
 //	detach.go                   applying the detach steps: fresh reads, confirmations, deletes;
 //	                            detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
-//	world.go                    what memory and the checker read of the informer stores
-//	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
-//	informers.go, name.go       adc's own informer factory; its name in kube-controller-manager
-//	readmodel.go                what adc reports (pkg/readmodel): pair states, operations, flips
+//	host.go                     adc's own informer factory; its name in kube-controller-manager
+//	readmodel.go                what adc reports (pkg/readmodel): pair states, operations, flips,
+//	                            managed nodes
+//	clusterreader.go            the informer caches as a plan.Reader, for the dashboard's explain
 //
 // and, under internal/, one job per package, each owning its state and lock if it has any;
 // none imports pkg/adc:

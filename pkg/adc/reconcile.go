@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
@@ -366,3 +368,56 @@ func holdReason(d *migration.Decision) (reason, eventType string) {
 	}
 	return ReasonDecisionError, v1.EventTypeWarning
 }
+
+// Event reasons. Operators search Events by reason; the README lists what each means and
+// what to do.
+const (
+	// ReasonFailedAttach is upstream's reason for attach failures and Multi-Attach errors.
+	ReasonFailedAttach = "FailedAttachVolume"
+	// ReasonWaitingForNode: the node has not reported its migration state yet.
+	ReasonWaitingForNode = "WaitingForNodeMigrationState"
+	// ReasonWaitingForDriver: the node's CSINode does not list the CSI driver the volume goes
+	// through yet (its node plugin has not registered); no VolumeAttachment until it does.
+	ReasonWaitingForDriver = "WaitingForDriverRegistration"
+	// ReasonWaitingForClaim: the pod's claim is missing, unbound, or bound to a missing PV.
+	ReasonWaitingForClaim = "WaitingForVolumeBinding"
+	// ReasonDecisionError: the attach cannot be decided safely (bad volume, version skew).
+	ReasonDecisionError = "AttachDecisionError"
+	// ReasonNoInTreeAttacher: the node is not migrated and no in-tree attacher is available.
+	ReasonNoInTreeAttacher = "InTreeAttacherUnavailable"
+	// ReasonForcedDetach: a volume still reported in use was detached because its node is out
+	// of service, not Ready for too long, or deleted.
+	ReasonForcedDetach = "ForcedDetach"
+)
+
+// eventOnce records an Event on the pod (or node) of a node's reconcile unless the same pod already got the same reason with
+// the same message from this controller: one Event per pod and reason, not one per retry.
+// active collects the keys that are still current, so the memory is dropped once the
+// condition clears.
+func (c *Controller) eventOnce(node string, obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
+	k := eventKey{Pod: podKey, Reason: reason}
+	active[k] = true
+	if c.mem.EventChanged(node, k, message) {
+		c.recorder.Event(obj(), eventType, reason, message)
+	}
+}
+
+// newBackoff is the retry schedule of one held pair (Options.Backoff), on the controller's
+// clock so that tests drive it.
+func (c *Controller) newBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.opts.Backoff.InitialInterval,
+		RandomizationFactor: c.opts.Backoff.RandomizationFactor,
+		Multiplier:          c.opts.Backoff.Multiplier,
+		MaxInterval:         c.opts.Backoff.MaxInterval,
+		MaxElapsedTime:      0, // held pairs are retried for as long as they are held
+		Stop:                backoff.Stop,
+		Clock:               clockAdapter{c.opts.Clock},
+	}
+	b.Reset()
+	return b
+}
+
+type clockAdapter struct{ c interface{ Now() time.Time } }
+
+func (a clockAdapter) Now() time.Time { return a.c.Now() }
