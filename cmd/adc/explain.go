@@ -82,6 +82,9 @@ func (o *explainOptions) run(ctx context.Context, out io.Writer, kind, ref strin
 	default:
 		return fmt.Errorf("--output %q is not supported; use text or json", o.output)
 	}
+	if plugin != nil && kind == explain.KindPod {
+		ref = plugin.podRef(o.kubeconfig, ref)
+	}
 	target, err := explain.ParseTarget(kind, ref)
 	if err != nil {
 		return err

@@ -11,12 +11,17 @@ import (
 	"github.com/migration-aware/adc/pkg/plan"
 )
 
-// restConfig loads a kubeconfig file, or the in-cluster config when path is empty, and sets
-// the client rate limits (qps <= 0 keeps client-go's defaults).
+// restConfig loads a kubeconfig file, or the in-cluster config when path is empty (as
+// `kubectl adc`, kubectl's loading rules and --context instead: kubectlFlags), and sets the
+// client rate limits (qps <= 0 keeps client-go's defaults).
 func restConfig(path string, qps float32, burst int) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
-	if path == "" {
+	if plugin != nil {
+		if cfg, err = plugin.clientConfig(path).ClientConfig(); err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig as kubectl does (--kubeconfig, $KUBECONFIG, ~/.kube/config; --context): %w", err)
+		}
+	} else if path == "" {
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
