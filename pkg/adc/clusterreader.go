@@ -90,12 +90,7 @@ func (r cacheReader) PersistentVolumes(_ context.Context, names []string) ([]v1.
 		return inNamespace(r.c.lookups.PVs, "", cached.PVOf), nil
 	}
 	var out []v1.PersistentVolume
-	seen := map[string]bool{}
 	for _, name := range names {
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
 		if pv := r.c.lookups.PersistentVolume(name); pv != nil {
 			out = append(out, *pv)
 		}

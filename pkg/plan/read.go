@@ -34,8 +34,8 @@ type Reader interface {
 	Pods(ctx context.Context, namespace string, scheduledOnly bool) ([]v1.Pod, error)
 	// PersistentVolumeClaims lists the claims of namespace (all namespaces when empty).
 	PersistentVolumeClaims(ctx context.Context, namespace string) ([]v1.PersistentVolumeClaim, error)
-	// PersistentVolumes lists the named volumes (a name that does not exist is left out), or
-	// all of them when names is nil.
+	// PersistentVolumes lists the named volumes (distinct; a name that does not exist is left
+	// out), or all of them when names is nil.
 	PersistentVolumes(ctx context.Context, names []string) ([]v1.PersistentVolume, error)
 	// ClusterObjects lists what any decision may read whatever the pod: nodes, CSINodes,
 	// CSIDrivers, the seed-API objects cfg's sources read, the DetachPolicies and, when
@@ -84,9 +84,17 @@ func ReadCluster(ctx context.Context, r Reader, cfg migration.Config, scope Scop
 	}
 	var names []string
 	if scope.Namespace != "" || scope.NoPods {
-		names = append([]string{}, scope.PVs...)
+		names = []string{}
+		seen := map[string]bool{}
+		for _, n := range scope.PVs {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
 		for i := range out.Objects.PVCs {
-			if n := out.Objects.PVCs[i].Spec.VolumeName; n != "" {
+			if n := out.Objects.PVCs[i].Spec.VolumeName; n != "" && !seen[n] {
+				seen[n] = true
 				names = append(names, n)
 			}
 		}
@@ -176,12 +184,7 @@ func (c Clients) PersistentVolumes(ctx context.Context, names []string) ([]v1.Pe
 		return pvs.Items, nil
 	}
 	var out []v1.PersistentVolume
-	seen := map[string]bool{}
 	for _, name := range names {
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
 		pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
 			return nil, listErr("persistentvolumes", "", err)
