@@ -183,6 +183,7 @@ lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	cd hack/envtest && $(GO) vet ./etcd
+	$(GO) run ./internal/mdlinks README.md docs/*.md
 
 clean:
 	rm -rf bin

@@ -45,6 +45,50 @@ rules:
 - level: Metadata
 `
 
+// Bodies names resources (optionally subresources, "nodes/status") of one API group whose
+// writes PolicyAllWithBodies logs with their bodies.
+type Bodies struct {
+	// Group is the API group, "" for the core group.
+	Group string
+	// Resources are resource names as RBAC rules spell them: "volumeattachments",
+	// "nodes/status".
+	Resources []string
+}
+
+// writeVerbs are the verbs that change objects.
+const writeVerbs = `[create, update, patch, delete, deletecollection]`
+
+// PolicyAllWithBodies is PolicyAll, except that the writes (create, update, patch, delete) of
+// the resources bodies names are logged at RequestResponse level: Request.RequestObject and
+// Request.ResponseObject hold what the client sent and the object the server answered with
+// (for a write of nodes/status, the whole Node after it), so a test can follow every revision
+// a write made. With no bodies it is PolicyAll.
+func PolicyAllWithBodies(bodies ...Bodies) string {
+	if len(bodies) == 0 {
+		return PolicyAll
+	}
+	var b strings.Builder
+	b.WriteString(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  users: ["system:apiserver"]
+- level: RequestResponse
+  verbs: ` + writeVerbs + `
+  resources:
+`)
+	for _, r := range bodies {
+		quoted := make([]string, len(r.Resources))
+		for i, res := range r.Resources {
+			quoted[i] = fmt.Sprintf("%q", res)
+		}
+		fmt.Fprintf(&b, "  - group: %q\n    resources: [%s]\n", r.Group, strings.Join(quoted, ", "))
+	}
+	b.WriteString("- level: Metadata\n")
+	return b.String()
+}
+
 // APIServerFlags are the kube-apiserver flags that audit with the policy file at policy
 // into the log file at log: JSON lines, written before each response (blocking), never rotated.
 func APIServerFlags(policy, log string) map[string]string {
@@ -90,6 +134,10 @@ type Request struct {
 	// the response (for a watch: how long it was open; for one still open when the log was
 	// read: until its response started).
 	Latency time.Duration
+	// RequestObject and ResponseObject are the request's body and the server's answer (JSON)
+	// when the policy logged the request at Request or RequestResponse level
+	// (PolicyAllWithBodies); nil otherwise.
+	RequestObject, ResponseObject json.RawMessage
 }
 
 // ResourcePath is Resource with "/"+Subresource when there is one ("nodes/status"), as RBAC
@@ -143,8 +191,10 @@ type event struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time       `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time       `json:"stageTimestamp"`
+	RequestObject            json.RawMessage `json:"requestObject"`
+	ResponseObject           json.RawMessage `json:"responseObject"`
 }
 
 // Read parses the audit log at path, and any rotated parts beside it, into one Request per
@@ -184,6 +234,7 @@ func readFile(path string, out *[]Request, seen map[string]int) error {
 			User: e.User.Username, AuthenticatedUser: e.User.Username, UserAgent: e.UserAgent,
 			Verb: e.Verb, RequestURI: e.RequestURI,
 			Received: e.RequestReceivedTimestamp, Latency: e.StageTimestamp.Sub(e.RequestReceivedTimestamp),
+			RequestObject: e.RequestObject, ResponseObject: e.ResponseObject,
 		}
 		if e.ImpersonatedUser != nil && e.ImpersonatedUser.Username != "" {
 			r.User = e.ImpersonatedUser.Username

@@ -113,3 +113,36 @@ func TestPolicyNamesUser(t *testing.T) {
 		t.Errorf("policy does not name the user:\n%s", p)
 	}
 }
+
+func TestPolicyAllWithBodies(t *testing.T) {
+	if got := PolicyAllWithBodies(); got != PolicyAll {
+		t.Errorf("PolicyAllWithBodies() = %q, want PolicyAll", got)
+	}
+	got := PolicyAllWithBodies(Bodies{Resources: []string{"nodes/status"}}, Bodies{Group: "storage.k8s.io", Resources: []string{"volumeattachments"}})
+	for _, want := range []string{
+		"- level: None\n  users: [\"system:apiserver\"]\n- level: RequestResponse\n  verbs: [create, update, patch, delete, deletecollection]\n",
+		"  - group: \"\"\n    resources: [\"nodes/status\"]\n",
+		"  - group: \"storage.k8s.io\"\n    resources: [\"volumeattachments\"]\n- level: Metadata\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("policy lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestReadBodies(t *testing.T) {
+	line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"b","stage":"ResponseComplete","requestURI":"/api/v1/nodes/n1/status","verb":"patch","user":{"username":"u"},"objectRef":{"resource":"nodes","name":"n1","apiVersion":"v1","subresource":"status"},"responseStatus":{"metadata":{},"code":200},"requestObject":{"status":{}},"responseObject":{"kind":"Node","metadata":{"name":"n1","resourceVersion":"7"}},"requestReceivedTimestamp":"2026-11-23T10:00:01Z","stageTimestamp":"2026-11-23T10:00:01Z"}` + "\n"
+	reqs := readSample(t, line)
+	if len(reqs) != 1 {
+		t.Fatalf("Read returned %d requests, want 1", len(reqs))
+	}
+	if got := string(reqs[0].RequestObject); got != `{"status":{}}` {
+		t.Errorf("RequestObject = %s", got)
+	}
+	if got := string(reqs[0].ResponseObject); got != `{"kind":"Node","metadata":{"name":"n1","resourceVersion":"7"}}` {
+		t.Errorf("ResponseObject = %s", got)
+	}
+	if sampleReqs := readSample(t, sample); sampleReqs[0].ResponseObject != nil {
+		t.Errorf("a Metadata-level request has a ResponseObject: %s", sampleReqs[0].ResponseObject)
+	}
+}

@@ -5,7 +5,8 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the node and status queues and their workers; Options
+//	controller.go, options.go   New, Run, the node and status queues and their workers; Options,
+//	                            adc's own informer factory, its name in kube-controller-manager
 //	flags.go                    the flags every host shares (FlagOptions)
 //	handlers.go                 informer event handlers: what change re-decides which node
 //	stores.go                   the by-node indexes; what memory and the checker read of the stores
@@ -15,7 +16,7 @@
 //	detach.go                   applying the detach steps: fresh reads, confirmations, deletes;
 //	                            detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
-//	host.go                     adc's own informer factory; its name in kube-controller-manager
+//	othercontroller.go          the fence while another attach/detach controller writes
 //	readmodel.go                what adc reports (pkg/readmodel): pair states, operations, flips,
 //	                            managed nodes
 //	clusterreader.go            the informer caches as a plan.Reader, for the dashboard's explain
@@ -35,6 +36,7 @@
 //	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
 //	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
 //	report       keeps pair states, operations and flips (pkg/readmodel's types); multimap
+//	othercontroller  notices another attach/detach controller's writes; fences adc's meanwhile
 //
 // pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.
@@ -67,6 +69,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
+	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/adc/internal/retry"
@@ -141,6 +144,10 @@ type Controller struct {
 	pairs *report.Pairs
 	// started is set once the caches have synced and the workers started.
 	started atomic.Bool
+
+	// guard notices another attach/detach controller writing what adc owns, and fences
+	// every write of adc while it does (othercontroller.go).
+	guard *othercontroller.Guard
 }
 
 // New builds a controller on a shared informer factory. It registers the informers and
@@ -169,6 +176,12 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	if statusWriter == nil {
 		statusWriter = &volumeattach.ClientStatusWriter{Client: client}
 	}
+	// Every write goes through the guard: none is sent while another attach/detach
+	// controller writes, not even one decided just before adc noticed.
+	c.guard = othercontroller.New(othercontroller.Options{OwnManager: volumeattach.FieldManager,
+		QuietPeriod: opts.OtherControllerQuietPeriod, Clock: opts.Clock})
+	c.attachments = othercontroller.Attachments{Inner: c.attachments, Guard: c.guard}
+	statusWriter = othercontroller.Status{Inner: statusWriter, Guard: c.guard}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(context.Background()))
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: ComponentName})
@@ -395,6 +408,12 @@ func (c *Controller) processNextStatus(ctx context.Context) bool {
 	defer c.statusQueue.Done(name)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "node", name)
 	ctx = klog.NewContext(ctx, logger)
+	if wait, fenced := c.fenced(ctx); fenced {
+		logger.V(4).Info("Not writing node status while another attach/detach controller writes", "retryAfter", wait)
+		c.statusQueue.Forget(name)
+		c.statusQueue.AddAfter(name, wait)
+		return true
+	}
 	retryAfter, err := c.nodeStatus.Sync(ctx, name)
 	switch {
 	case err != nil:

@@ -29,6 +29,8 @@ type FlagOptions struct {
 	MaxWaitForUnmount time.Duration
 	// Workers is --workers: nodes reconciled in parallel (and node status writers).
 	Workers int
+	// OtherControllerQuietPeriod is --other-controller-quiet-period.
+	OtherControllerQuietPeriod time.Duration
 }
 
 // NewFlagOptions returns the flags' defaults: adc's defaults (DefaultOptions, DefaultWorkers).
@@ -40,6 +42,8 @@ func NewFlagOptions() *FlagOptions {
 		DriverSource:      d.Migration.DriverSource,
 		MaxWaitForUnmount: d.MaxWaitForUnmount,
 		Workers:           DefaultWorkers,
+
+		OtherControllerQuietPeriod: DefaultOtherControllerQuietPeriod,
 	}
 }
 
@@ -74,20 +78,11 @@ func (o *FlagOptions) AddMigrationFlags(fs *pflag.FlagSet, prefix, helpPrefix st
 }
 
 // AddFlags registers every flag a host of the controller shares: the migration flags,
-// --<prefix>max-wait-for-unmount and --<prefix>workers.
+// --<prefix>max-wait-for-unmount, --<prefix>workers and --<prefix>other-controller-quiet-period.
 func (o *FlagOptions) AddFlags(fs *pflag.FlagSet, prefix, helpPrefix string) {
 	o.AddMigrationFlags(fs, prefix, helpPrefix)
-	fs.Var(parsed(o.MaxWaitForUnmount.String(), "duration", func(s string) error {
-		v, err := time.ParseDuration(s)
-		switch {
-		case err != nil:
-			return err
-		case v <= 0:
-			return fmt.Errorf("must be positive, got %s", v)
-		}
-		o.MaxWaitForUnmount = v
-		return nil
-	}), prefix+"max-wait-for-unmount", helpPrefix+"How long a node may be not Ready before its in-use volumes are force-detached.")
+	fs.Var(positiveDuration(&o.MaxWaitForUnmount), prefix+"max-wait-for-unmount",
+		helpPrefix+"How long a node may be not Ready before its in-use volumes are force-detached.")
 	fs.Var(parsed(strconv.Itoa(o.Workers), "int", func(s string) error {
 		v, err := strconv.Atoi(s)
 		switch {
@@ -99,6 +94,24 @@ func (o *FlagOptions) AddFlags(fs *pflag.FlagSet, prefix, helpPrefix string) {
 		o.Workers = v
 		return nil
 	}), prefix+"workers", helpPrefix+"Number of nodes reconciled in parallel (and of node status writers).")
+	fs.Var(positiveDuration(&o.OtherControllerQuietPeriod), prefix+"other-controller-quiet-period",
+		helpPrefix+"How long adc writes nothing (no attach, no detach, no node status) after it last saw another attach/detach controller "+
+			"write what it owns, such as kube-controller-manager's own left on (Event reason OtherAttachDetachController).")
+}
+
+// positiveDuration is a duration flag that refuses zero and negative values.
+func positiveDuration(d *time.Duration) *parsedValue {
+	return parsed(d.String(), "duration", func(s string) error {
+		v, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return err
+		case v <= 0:
+			return fmt.Errorf("must be positive, got %s", v)
+		}
+		*d = v
+		return nil
+	})
 }
 
 // Config is the migration configuration the migration flags describe.
@@ -112,6 +125,7 @@ func (o *FlagOptions) Config() migration.Config {
 func (o *FlagOptions) ApplyTo(opts *Options) {
 	opts.Migration = o.Config()
 	opts.MaxWaitForUnmount = o.MaxWaitForUnmount
+	opts.OtherControllerQuietPeriod = o.OtherControllerQuietPeriod
 }
 
 // parsedValue is a flag whose value is parsed (and refused, naming the flag) when it is set,

@@ -125,6 +125,9 @@ func (c *Controller) nodeHandler() cache.ResourceEventHandler {
 			if ok2 {
 				c.mem.NoteManaged(n.Name, migration.IsManagedNode(n))
 			}
+			if ok1 && ok2 {
+				c.noteOtherWrite(c.guard.NodeUpdated(o, n))
+			}
 			switch {
 			case !ok1 || !ok2 || o.ResourceVersion == n.ResourceVersion:
 			case nodestatus.OnlyListsMore(o, n):
@@ -171,9 +174,10 @@ func (c *Controller) csiDriverHandler() cache.ResourceEventHandler {
 }
 
 func (c *Controller) vaHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj interface{}, inInitialList bool) {
 			if va, ok := cached.VAOf(obj); ok {
+				c.noteOtherWrite(c.guard.AttachmentAdded(va, inInitialList))
 				created := c.mem.Observed(va)
 				c.ops.AttachObserved(va)
 				if created && cached.VAPending(va) {

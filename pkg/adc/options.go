@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
@@ -42,6 +45,10 @@ type Options struct {
 	// (volumeattach.PriorityLimiter.CreatesInFlight, from --kube-api-qps), else
 	// DefaultCreatesInFlight. `adc controller --creates-in-flight` sets it.
 	CreatesInFlight int
+	// OtherControllerQuietPeriod is how long adc writes nothing after it last saw another
+	// attach/detach controller write what adc owns (default
+	// othercontroller.DefaultQuietPeriod); `adc controller --other-controller-quiet-period`.
+	OtherControllerQuietPeriod time.Duration
 	// Backoff is the retry schedule of held (wait and error) pairs.
 	Backoff BackoffOptions
 	// InTreeAttacher attaches in-tree volumes; nil when the host cannot (then in-tree pairs
@@ -196,3 +203,16 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// NewInformerFactory is the informer factory of adc running on its own (`adc controller`, the
+// demo): its caches keep only what adc reads, in compact forms (package cached). Inside
+// kube-controller-manager the host's factory is used as it is.
+func NewInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
+	return cached.NewInformerFactory(client, resync)
+}
+
+// ControllerManagerName is adc's canonical controller name inside kube-controller-manager:
+// the name of its controller descriptor (and so of --controllers and of its /healthz/<name>
+// check). It follows kube-controller-manager's naming rule: lower case words joined by "-",
+// ending in "-controller".
+const ControllerManagerName = "migration-aware-attach-detach-controller"

@@ -69,6 +69,11 @@ func (r *nodeRun) retryIn(d time.Duration) {
 func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, error) {
 	defer c.pairs.BeginSync(name)()
 	logger := klog.FromContext(ctx)
+	if wait, fenced := c.fenced(ctx); fenced {
+		// Nothing decided, nothing written: the other controller's writes would fight ours.
+		logger.V(4).Info("Not reconciling while another attach/detach controller writes", "retryAfter", wait)
+		return wait, nil
+	}
 	now := c.opts.Clock.Now()
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {

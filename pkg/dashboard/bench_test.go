@@ -22,10 +22,14 @@ type bigView struct {
 	pairs []readmodel.PairState
 }
 
-func (v *bigView) Snapshot() []readmodel.PairState           { return v.pairs }
-func (v *bigView) RecentOperations() []readmodel.Operation   { return nil }
-func (v *bigView) Config() migration.Config                  { return migration.DefaultConfig() }
-func (v *bigView) ManagedNodes() []migration.NodeObjects     { return v.nodes }
+func (v *bigView) Snapshot() []readmodel.PairState         { return v.pairs }
+func (v *bigView) RecentOperations() []readmodel.Operation { return nil }
+func (v *bigView) Config() migration.Config                { return migration.DefaultConfig() }
+func (v *bigView) ManagedNodes() []migration.NodeObjects   { return v.nodes }
+
+// OtherController implements rollout.ControllerView: none seen.
+func (v *bigView) OtherController() readmodel.OtherController { return readmodel.OtherController{} }
+
 func (v *bigView) RecentFlips() []readmodel.NodeFlip         { return nil }
 func (v *bigView) OperationsUnderWay() []readmodel.Operation { return nil }
 

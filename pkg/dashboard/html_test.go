@@ -99,3 +99,22 @@ func TestRenderEscapesHostileValues(t *testing.T) {
 		})
 	}
 }
+
+// While another attach/detach controller fences adc, the page says so first, escaped; once it
+// is gone, the banner goes.
+func TestRenderOtherControllerBanner(t *testing.T) {
+	msg := "Another attach/detach controller is running: <b>kube-controller-manager</b>"
+	for _, tc := range []struct {
+		name   string
+		fenced bool
+	}{{"fenced", true}, {"resumed", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			renderPage(&buf, newPage(rollout.Report{OtherController: &rollout.OtherController{Fenced: tc.fenced, Message: msg}}))
+			want := `<p class="banner standby" id="other-controller" role="alert">Another attach/detach controller is running: &lt;b&gt;kube-controller-manager&lt;/b&gt;</p>`
+			if got := strings.Contains(buf.String(), want); got != tc.fenced {
+				t.Errorf("banner shown: %v, want %v", got, tc.fenced)
+			}
+		})
+	}
+}

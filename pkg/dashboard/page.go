@@ -32,6 +32,13 @@ func renderPage(buf *bytes.Buffer, p page) {
 		w.text(p.Message)
 		w.raw(`</p>`)
 	}
+	if o := p.OtherController; o != nil && o.Fenced {
+		// adc writes nothing while another attach/detach controller does: the first thing an
+		// operator must see.
+		w.raw(`<p class="banner standby" id="other-controller" role="alert">`)
+		w.text(o.Message)
+		w.raw(`</p>`)
+	}
 	w.raw("\n\n")
 	writePluginTable(w, p)
 	w.raw("\n\n  ")

@@ -24,6 +24,8 @@ const (
 	FlagDriverSource      = FlagPrefix + "driver-info-source"
 	FlagMaxWaitForUnmount = FlagPrefix + "max-wait-for-unmount"
 	FlagWorkers           = FlagPrefix + "workers"
+	// FlagOtherControllerQuietPeriod is adc controller's --other-controller-quiet-period.
+	FlagOtherControllerQuietPeriod = FlagPrefix + "other-controller-quiet-period"
 )
 
 // DefaultWorkers is how many nodes adc reconciles in parallel inside kube-controller-manager,
@@ -43,7 +45,7 @@ type Flags struct {
 // in cmd/kube-controller-manager/app/options, and kube-controller-manager has no --config file).
 func AddFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{opts: adc.NewFlagOptions()}
-	f.opts.AddFlags(fs, FlagPrefix, "adc: ")
+	f.opts.AddFlags(fs, FlagPrefix, "(adc) ")
 	return f
 }
 

@@ -86,7 +86,7 @@ func TestFlagsArePrefixed(t *testing.T) {
 			t.Errorf("flag --%s lacks the prefix %s", f.Name, FlagPrefix)
 		}
 	})
-	if n != 5 {
-		t.Errorf("%d flags registered, want 5", n)
+	if n != 6 {
+		t.Errorf("%d flags registered, want 6", n)
 	}
 }

@@ -26,6 +26,9 @@ func newFixtureMetrics(t *testing.T) (*Metrics, k8smetrics.KubeRegistry) {
 		t.Fatalf("Register: %v", err)
 	}
 	view := rollouttest.Fixture()
+	// kube-controller-manager's attach/detach controller seen writing: adc is fenced.
+	view.Other = readmodel.OtherController{Fenced: true, Manager: "kube-controller-manager", Object: "VolumeAttachment",
+		Writes: []readmodel.OtherControllerWrites{{Manager: "kube-controller-manager", Object: "VolumeAttachment", Count: 3}}}
 	m.source.now = func() time.Time { return rollouttest.Now }
 	m.SetSource(func() rollout.ControllerView { return view })
 	for _, op := range view.Ops {
@@ -85,6 +88,8 @@ func TestRegisteredNamesAndLabels(t *testing.T) {
 		{VolumesByPathName, dto.MetricType_GAUGE, []string{"path", "plugin"}},
 		{CompleteReadyName, dto.MetricType_GAUGE, []string{"plugin"}},
 		{CompleteBlockersName, dto.MetricType_GAUGE, []string{"kind", "plugin"}},
+		{OtherControllerFencedName, dto.MetricType_GAUGE, nil},
+		{OtherControllerWritesName, dto.MetricType_COUNTER, []string{"manager", "object"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,4 +334,21 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// adc_other_controller_fenced and _writes_total say what the view saw of another
+// attach/detach controller.
+func TestOtherControllerMetrics(t *testing.T) {
+	_, reg := newFixtureMetrics(t)
+	want := `
+# HELP adc_other_controller_fenced [ALPHA] 1 while adc attaches, detaches and writes node status not at all because another attach/detach controller writes what adc owns (Event reason OtherAttachDetachController), else 0.
+# TYPE adc_other_controller_fenced gauge
+adc_other_controller_fenced 1
+# HELP adc_other_controller_writes_total [ALPHA] Writes of another attach/detach controller adc saw since it started leading, by field manager and object (Node/status.volumesAttached, VolumeAttachment).
+# TYPE adc_other_controller_writes_total counter
+adc_other_controller_writes_total{manager="kube-controller-manager",object="VolumeAttachment"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), OtherControllerFencedName, OtherControllerWritesName); err != nil {
+		t.Error(err)
+	}
 }

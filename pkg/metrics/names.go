@@ -44,6 +44,12 @@ const (
 	// DetachHeldByPolicyName counts the volumes of nodes that are not Ready that a
 	// DetachPolicy keeps attached (no timeout, no evidence yet), per policy.
 	DetachHeldByPolicyName = "adc_detach_held_by_policy"
+	// OtherControllerFencedName is 1 while adc writes nothing because another attach/detach
+	// controller writes what adc owns.
+	OtherControllerFencedName = "adc_other_controller_fenced"
+	// OtherControllerWritesName counts the other controller's writes adc saw, by field
+	// manager and object.
+	OtherControllerWritesName = "adc_other_controller_writes_total"
 )
 
 // DetachLatencyBuckets span a detach at once on evidence (sub-second) to upstream's six

@@ -112,7 +112,7 @@ func (m *Metrics) Register(r Registry) error {
 		logger.Info("A host already registered " + DetachAfterNotReadyName + "; adc's copy is not exported")
 	}
 
-	for _, c := range []k8smetrics.StableCollector{newUpstreamCollector(m.source), newRolloutCollector(m.source)} {
+	for _, c := range []k8smetrics.StableCollector{newUpstreamCollector(m.source), newRolloutCollector(m.source), newOtherControllerCollector(m.source)} {
 		if err := r.CustomRegister(c); err != nil {
 			if _, taken := alreadyRegistered(err); taken {
 				logger.Info("A host already registered some of adc's state metrics; keeping the host's", "err", err.Error())

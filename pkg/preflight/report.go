@@ -62,11 +62,15 @@ const (
 	// CheckHeldAfterStep: a pair that would be held (wait or error) after the step and is
 	// not now, for a reason no other finding names.
 	CheckHeldAfterStep Check = "held-after-step"
+	// CheckOtherController: kube-controller-manager's own attach/detach controller wrote last
+	// what adc owns; it must be switched off before adc starts.
+	CheckOtherController Check = "other-attach-detach-controller"
 )
 
 // Checks lists every check, for documentation and validation.
 var Checks = []Check{CheckDriverNotRegistered, CheckNoCSIDriver, CheckLifecycleMode, CheckStorageClass, CheckUntranslatable,
-	CheckPlacement, CheckAttachLimit, CheckKubeletVersion, CheckNodeNotMigrated, CheckNodeMigrated, CheckPathChange, CheckDrain, CheckHeldAfterStep}
+	CheckPlacement, CheckAttachLimit, CheckKubeletVersion, CheckNodeNotMigrated, CheckNodeMigrated, CheckPathChange, CheckDrain, CheckHeldAfterStep,
+	CheckOtherController}
 
 // Object names the API object a finding is about.
 type Object struct {

@@ -18,6 +18,7 @@ func Run(opts Options, cl Cluster, now time.Time) (Report, error) {
 	w.checkStorageClasses()
 	w.checkVolumes()
 	w.checkPaths()
+	w.checkOtherController()
 	r := Report{GeneratedAt: now, Config: opts.Config.String(), Steps: steps, NodesManaged: len(w.managed), Findings: w.findings}
 	r.finish()
 	return r, nil

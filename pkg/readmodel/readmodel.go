@@ -139,6 +139,31 @@ const (
 	NodeReadError    = "error"
 )
 
+// OtherController is what adc saw of another attach/detach controller (kube-controller-manager's
+// own, switched on next to adc): metrics, readiness, `adc status` and the dashboard all say
+// from this one record whether adc is fenced, and why.
+type OtherController struct {
+	// Fenced is true while adc writes nothing because of it.
+	Fenced bool
+	// Manager, Object, Name and Node describe the last write seen: the field manager, what
+	// it wrote (Node/status.volumesAttached or VolumeAttachment), that object's name and its
+	// node. Empty when none was seen since adc started.
+	Manager, Object, Name, Node string
+	// Seen is when adc saw that write; Until when the fence ends if no other write is seen.
+	Seen, Until time.Time
+	// QuietPeriod is --other-controller-quiet-period.
+	QuietPeriod time.Duration
+	// Writes count the writes seen, by manager and object, sorted.
+	Writes []OtherControllerWrites
+}
+
+// OtherControllerWrites counts another controller's writes of one kind, so an operator sees
+// which controller keeps writing what.
+type OtherControllerWrites struct {
+	Manager, Object string
+	Count           int64
+}
+
 // CSIPluginLabel is the volume_plugin label of a native CSI volume, spelled as upstream
 // reports it so that one dashboard reads both controllers.
 func CSIPluginLabel(driver string) string { return "kubernetes.io/csi:" + driver }

@@ -20,7 +20,7 @@ import (
 // controller having an in-tree attacher); a multi-attach problem is reported for a
 // ReadWriteOnce volume not attached to its pod's node while a VolumeAttachment or node status
 // shows it attached to another node.
-func FromCluster(ctx context.Context, c plan.Reader, cfg migration.Config) (Report, error) {
+func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Report, error) {
 	cl, err := plan.ReadCluster(ctx, c, cfg, plan.Scope{VolumeAttachments: true})
 	if err != nil {
 		return Report{}, fmt.Errorf("computing rollout status: %w", err)
@@ -36,6 +36,7 @@ func FromCluster(ctx context.Context, c plan.Reader, cfg migration.Config) (Repo
 	now := time.Now()
 	r := fromObjects(cfg, cl.Pods, cl.Objects, vas, now)
 	r.NodeLoss = plan.NodeLossFromObjects(cl.Objects, cl.DetachPolicies, plan.DefaultMaxWaitForUnmount, now)
+	r.OtherController = otherControllerFromEvents(listOtherControllerEvents(ctx, c.Kube))
 	return r, nil
 }
 

@@ -25,11 +25,14 @@ type ControllerView interface {
 	// RecentFlips returns the last nodes that reported a plugin migrated or no longer
 	// migrated, newest first.
 	RecentFlips() []readmodel.NodeFlip
+	// OtherController returns what adc saw of another attach/detach controller.
+	OtherController() readmodel.OtherController
 }
 
 // FromController builds the report of a running controller at time now.
 func FromController(view ControllerView, now time.Time) Report {
 	r := FromSnapshot(view.Config(), view.ManagedNodes(), view.Snapshot(), view.RecentOperations(), now)
+	r.OtherController = otherControllerRecord(view.OtherController())
 	for i, f := range view.RecentFlips() {
 		if i == MaxFlips {
 			break

@@ -74,6 +74,9 @@ type Report struct {
 	// rule (a DetachPolicy or the built-in rule) will do: detach now on evidence, at a time,
 	// or hold them.
 	NodeLoss []NodeLossVolume `json:"nodeLoss"`
+	// OtherController is set once the leader has seen another attach/detach controller
+	// write what adc owns; while it is Fenced, adc writes nothing.
+	OtherController *OtherController `json:"otherController,omitempty"`
 	// Nodes are the node view's rows, one per managed node sorted by name. They are not
 	// part of /dashboard/api/v1/rollout (a large cluster would bloat it): NodesView serves them.
 	Nodes []NodeRollout `json:"-"`

@@ -35,6 +35,13 @@ func RenderText(w io.Writer, r Report) error {
 	if r.Message != "" {
 		fmt.Fprintf(&b, "%s\n", flat(r.Message))
 	}
+	if o := r.OtherController; o != nil {
+		state := "gone"
+		if o.Fenced {
+			state = "FENCED"
+		}
+		fmt.Fprintf(&b, "Other attach/detach controller: %s: %s\n", state, flat(o.Message))
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, p := range r.Plugins {
 		v := p.VolumesByPath

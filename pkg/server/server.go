@@ -28,6 +28,10 @@ import (
 type Check struct {
 	Name  string
 	Check func(*http.Request) error
+	// Info, when set, says more about a passing check in ?verbose output: a condition that
+	// does not make the process unready but that an operator must see (adc fenced by another
+	// attach/detach controller).
+	Info func() string
 }
 
 // Server serves /healthz, /healthz/<check>, /readyz, /readyz/<check>, /livez, /metrics,
@@ -112,6 +116,8 @@ func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks []Ch
 		if err := c.Check(r); err != nil {
 			failed = true
 			lines = append(lines, fmt.Sprintf("[-]%s failed: %v", c.Name, err))
+		} else if info := checkInfo(c); info != "" {
+			lines = append(lines, fmt.Sprintf("[+]%s ok: %s", c.Name, info))
 		} else {
 			lines = append(lines, fmt.Sprintf("[+]%s ok", c.Name))
 		}
@@ -131,4 +137,12 @@ func (s *Server) serveChecks(w http.ResponseWriter, r *http.Request, checks []Ch
 	default:
 		fmt.Fprint(w, "ok")
 	}
+}
+
+// checkInfo returns a check's Info on one line, or "".
+func checkInfo(c Check) string {
+	if c.Info == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(c.Info()), " ")
 }

@@ -102,4 +102,4 @@ func CreatedByAttachDetachController(ctx context.Context, client kubernetes.Inte
 
 // attachDetachManagers are the field managers of attach/detach controllers: adc's, and
 // kube-controller-manager's.
-var attachDetachManagers = map[string]bool{FieldManager: true, "kube-controller-manager": true}
+var attachDetachManagers = map[string]bool{FieldManager: true, KubeControllerManager: true}

@@ -27,7 +27,12 @@ type View struct {
 	Cfg   migration.Config
 	Nodes []migration.NodeObjects
 	Flips []readmodel.NodeFlip
+	// Other is what the view says it saw of another attach/detach controller.
+	Other readmodel.OtherController
 }
+
+// OtherController implements rollout.ControllerView.
+func (v *View) OtherController() readmodel.OtherController { return v.Other }
 
 // RecentFlips returns the fixed flips.
 func (v *View) RecentFlips() []readmodel.NodeFlip {

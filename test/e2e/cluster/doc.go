@@ -34,6 +34,15 @@
 // (held past --max-wait-for-unmount, visibly) and its timeout changed while the node is down (detached at
 // NotReady + the timeout, no restart), and invalid policies (Valid=False and an Event).
 //
+// The handover scenarios (issue 42) each start a small cluster of their own instead of a mode's
+// shared one, because they change the attach/detach controller under running pods: adopting
+// adc from kube-controller-manager's own controller and rolling back, with pods coming and
+// going in the gap (handover_test.go, kcm-adc and standalone), a rolling upgrade of adc's two
+// leader-elected replicas (upgrade_test.go) and adc started beside the built-in controller
+// (bothatonce_test.go). They are judged from the API server's audit log, whose policy
+// (AuditPolicy) keeps the response to every write of node status, VolumeAttachments and
+// Leases: every revision of each node's status.volumesAttached is there (audit.go).
+//
 // Volumes come from the real PV controller: each scenario pre-creates PersistentVolumes of a
 // StorageClass of its own (provisioner kubernetes.io/no-provisioner, binding Immediate), and
 // the PV controller binds them to the claims of StatefulSet volumeClaimTemplates. Pods are

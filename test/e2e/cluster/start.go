@@ -88,6 +88,16 @@ type Options struct {
 	KubeAPIQPS int
 	// KubeletStatusFrequency is the kubelets' node status period (default 1 s).
 	KubeletStatusFrequency time.Duration
+	// Controllers, when set, is kube-controller-manager's --controllers instead of the mode's
+	// (Mode.Controllers), e.g. "*" for a cluster that starts under the built-in attach/detach
+	// controller and switches to adc later (handover_test.go).
+	Controllers string
+	// DeferADC, in the standalone mode, leaves the adc process stopped: the test starts it
+	// (Stack.ADC().Start).
+	DeferADC bool
+	// AuditPolicy, when set, is the API server's audit policy (harness.Options.AuditPolicy),
+	// in every mode; the standalone mode audits with auditlog.PolicyAll otherwise.
+	AuditPolicy string
 	// Log receives the harness's progress lines; nil discards them.
 	Log io.Writer
 }
@@ -138,7 +148,7 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 		},
 		Cluster: &harness.ClusterOptions{
 			ControllerManager:     o.Assets.ControllerManager(o.Mode),
-			Controllers:           o.Mode.Controllers(),
+			Controllers:           o.controllers(),
 			ControllerManagerArgs: kcmArgs,
 			Scheduler:             o.Assets.Scheduler,
 			SchedulerArgs:         schedArgs,
@@ -147,8 +157,9 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 		// before kube-controller-manager starts, as deploy/crds would be; inside
 		// kube-controller-manager adc reads it as the attachdetach-controller ServiceAccount
 		// (--use-service-account-credentials), which the shipped seed-API RBAC lets do so.
-		CRDs: []string{DetachPolicyCRD()},
-		Log:  o.Log,
+		CRDs:        []string{DetachPolicyCRD()},
+		AuditPolicy: o.AuditPolicy,
+		Log:         o.Log,
 	}
 	if o.Mode == KCMADC {
 		h.RBAC = []string{filepath.Join(sourceRoot(), "deploy", "kube-controller-manager", "seed-api-rbac.yaml")}
@@ -160,10 +171,19 @@ func (o Options) HarnessOptions() (harness.Options, error) {
 		h.ADCBinary = o.ADCBinary
 		h.ADCArgs = []string{"--max-wait-for-unmount", t.MaxWaitForUnmount.String()}
 		h.ShippedRBAC = true
+		h.DeferADC = o.DeferADC
 	} else {
 		h.NoADC = true
 	}
 	return h, nil
+}
+
+// controllers is kube-controller-manager's --controllers: Options.Controllers, else the mode's.
+func (o Options) controllers() string {
+	if o.Controllers != "" {
+		return o.Controllers
+	}
+	return o.Mode.Controllers()
 }
 
 // DetachPolicyCRD returns the path of adc's DetachPolicy CRD manifest (deploy/crds), which

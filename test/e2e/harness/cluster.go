@@ -43,6 +43,39 @@ func (s *Stack) ControllerManager() *Process { return s.kcm }
 // Scheduler returns the kube-scheduler process, nil without Options.Cluster.
 func (s *Stack) Scheduler() *Process { return s.scheduler }
 
+// RestartControllerManager stops kube-controller-manager (SIGTERM), starts it again with
+// --controllers controllers (the other flags unchanged), as an operator's edit of its static
+// Pod manifest does, and waits for its /healthz.
+func (s *Stack) RestartControllerManager(ctx context.Context, controllers string) error {
+	if s.kcm == nil {
+		return fmt.Errorf("harness: no kube-controller-manager in this stack (Options.Cluster)")
+	}
+	if err := s.kcm.Stop(); err != nil {
+		return fmt.Errorf("harness: stopping kube-controller-manager: %w", err)
+	}
+	s.SetControllers(controllers)
+	if err := s.kcm.Start(); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	return s.waitHealthy(ctx, s.kcm, s.kcmPort)
+}
+
+// SetControllers sets kube-controller-manager's --controllers for its next Start.
+func (s *Stack) SetControllers(controllers string) {
+	args := s.kcm.Args()
+	for i := range args {
+		if args[i] == "--controllers" && i+1 < len(args) {
+			args[i+1] = controllers
+		}
+	}
+	s.kcm.SetArgs(args...)
+}
+
+// WaitControllerManagerHealthy waits for kube-controller-manager's /healthz (after a Start).
+func (s *Stack) WaitControllerManagerHealthy(ctx context.Context) error {
+	return s.waitHealthy(ctx, s.kcm, s.kcmPort)
+}
+
 // newClusterProcesses prepares kube-controller-manager and kube-scheduler: their flags, ports
 // and folders (all inside the stack's folder, none on the host's defaults such as
 // /var/run/kubernetes or /usr/libexec/kubernetes).

@@ -49,6 +49,12 @@ type Options struct {
 	// (ControlPlane().AuditLogPath), so that a suite can fail on any request refused to
 	// ADCUser(). Without it adc runs as the admin.
 	ShippedRBAC bool
+	// AuditPolicy, when set, makes the API server keep an audit log
+	// (ControlPlane().AuditLogPath) with this policy (YAML, e.g.
+	// auditlog.PolicyAllWithBodies(...)), instead of ShippedRBAC's auditlog.PolicyAll. A
+	// policy for ShippedRBAC must log every user's requests (the impersonated ServiceAccount's
+	// are logged under the admin that authenticated).
+	AuditPolicy string
 	// CRDs are CustomResourceDefinition manifests (files) the stack creates, and waits for
 	// until they are Established, before kube-controller-manager and adc start, as an
 	// operator installs deploy/crds first (adc looks for its optional CRDs at start).

@@ -56,7 +56,9 @@ type Stack struct {
 	kcm, scheduler         *Process
 	kcmPort, schedulerPort int
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// replicas are the adc replicas of NewADCReplica.
+	replicas []*Process
 	procs    []*Process
 	ports    []int
 	envDirs  []string
@@ -131,6 +133,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		// Every request: adc's are made by the admin impersonating its ServiceAccount, which
 		// the policy cannot select.
 		cpOpts.AuditPolicy = auditlog.PolicyAll
+	}
+	if opts.AuditPolicy != "" {
+		cpOpts.AuditPolicy = opts.AuditPolicy
 	}
 	s.cp, s.stopCP, err = controlplane.StartWithOptions(cpOpts)
 	if err != nil {
@@ -251,14 +256,8 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.adcSecurePort, err = freePort(); err != nil {
 		return nil, err
 	}
-	args := []string{"controller", "--kubeconfig", s.adcKubeconfig,
-		// The secure port as the Deployment serves it (TLS, delegated authentication and
-		// authorization through the API server, with the shipped RBAC when ShippedRBAC),
-		// on loopback; the tests read adc over plain HTTP on loopback.
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(s.adcSecurePort),
-		"--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.adcPort)),
-		// One replica: a restart in a test must not wait out a lease.
-		"--leader-elect=false", "--v", "2"}
+	// One replica: a restart in a test must not wait out a lease.
+	args := append(s.adcArgs(s.adcPort, s.adcSecurePort), "--leader-elect=false", "--v", "2")
 	s.adc = newProcess("adc", opts.ADCBinary, s.logPath("adc"), append(args, opts.ADCArgs...)...)
 	s.track(s.adc, s.adcPort, s.adcSecurePort)
 	if !opts.DeferADC {
@@ -272,6 +271,56 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	s.logf("stack up in %s (folder %s)", time.Since(s.started).Round(10*time.Millisecond), s.Dir)
 	return s, nil
+}
+
+// adcArgs are the flags of an adc controller process serving on loopback ports port (plain
+// HTTP) and securePort.
+func (s *Stack) adcArgs(port, securePort int) []string {
+	return []string{"controller", "--kubeconfig", s.adcKubeconfig,
+		// The secure port as the Deployment serves it (TLS, delegated authentication and
+		// authorization through the API server, with the shipped RBAC when ShippedRBAC),
+		// on loopback; the tests read adc over plain HTTP on loopback.
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(securePort),
+		"--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+}
+
+// ADCReplica is one more adc controller process beside ADC(), as a second replica of the
+// Deployment (or the new version of a rolling upgrade) runs: same binary, kubeconfig, user and
+// Options.ADCArgs, ports of its own, and none of the harness's --leader-elect=false.
+type ADCReplica struct {
+	*Process
+	// Addr is its plain HTTP address on loopback (/healthz, /readyz, /metrics).
+	Addr string
+}
+
+// NewADCReplica prepares an adc replica named name (its log is <name>.log), started with
+// Start: the flags ADC() has except --leader-elect=false, then Options.ADCArgs, then args (e.g.
+// --leader-elect-namespace). The stack stops it with the rest. It needs Options.ADCBinary.
+func (s *Stack) NewADCReplica(name string, args ...string) (*ADCReplica, error) {
+	if s.opts.ADCBinary == "" {
+		return nil, fmt.Errorf("harness: an adc replica needs Options.ADCBinary")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	securePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	all := append(s.adcArgs(port, securePort), "--v", "2")
+	all = append(append(all, s.opts.ADCArgs...), args...)
+	p := newProcess(name, s.opts.ADCBinary, s.logPath(name), all...)
+	s.track(p, port, securePort)
+	s.mu.Lock()
+	s.replicas = append(s.replicas, p)
+	s.mu.Unlock()
+	return &ADCReplica{Process: p, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
+}
+
+// WaitReady waits until the replica's /readyz answers 200 (a standby replica is ready too).
+func (r *ADCReplica) WaitReady(ctx context.Context) error {
+	return waitADCReady(ctx, r.Process, r.Addr)
 }
 
 // createCSIDrivers creates the CSIDriver objects a driver's installation would.
@@ -294,11 +343,16 @@ func (s *Stack) WaitADCReady(ctx context.Context) error {
 	if s.adc == nil {
 		return fmt.Errorf("harness: no adc process in this stack (Options.NoADC)")
 	}
-	url := "http://" + s.ADCAddr() + "/readyz"
+	return waitADCReady(ctx, s.adc, s.ADCAddr())
+}
+
+// waitADCReady waits until the adc process p answers 200 on http://addr/readyz.
+func waitADCReady(ctx context.Context, p *Process, addr string) error {
+	url := "http://" + addr + "/readyz"
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		if !s.adc.Running() {
-			return false, fmt.Errorf("adc exited: %v", s.adc.ExitError())
+		if !p.Running() {
+			return false, fmt.Errorf("%s exited: %v", p.Name, p.ExitError())
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := http.DefaultClient.Do(req)
@@ -312,7 +366,7 @@ func (s *Stack) WaitADCReady(ctx context.Context) error {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		return fmt.Errorf("harness: adc not ready (last: %s): %w\n%s", last, err, tail(s.adc.Log(), 30))
+		return fmt.Errorf("harness: %s not ready (last: %s): %w\n%s", p.Name, last, err, tail(p.Log(), 30))
 	}
 	return nil
 }
@@ -390,7 +444,10 @@ func (s *Stack) Stop() error {
 			}
 			wg.Wait()
 		}
-		stopAll([]*Process{s.adc, s.kcm, s.scheduler})
+		s.mu.Lock()
+		first := append([]*Process{s.adc, s.kcm, s.scheduler}, s.replicas...)
+		s.mu.Unlock()
+		stopAll(first)
 		var attachers, kubelets, drivers []*Process
 		for _, d := range s.drivers {
 			attachers = append(attachers, d.attacher)

@@ -7,7 +7,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
 // lastAppliedAnnotation is kubectl's copy of the whole applied object: often the largest
@@ -51,7 +53,12 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
 		trimPod(o)
 	case *v1.Node:
+		// The owner of status.volumesAttached alone stays of managedFields: it tells adc
+		// another attach/detach controller writes the list (package othercontroller).
+		othercontroller.TrimNodeManagedFields(o)
+		managed := o.ManagedFields
 		trimMeta(o)
+		o.ManagedFields = managed
 		trimNode(o)
 	case *v1.PersistentVolume:
 		trimMeta(o)
@@ -73,9 +80,12 @@ func TrimInformerObjects(obj interface{}) (interface{}, error) {
 		o.Spec = v1.PersistentVolumeClaimSpec{VolumeName: o.Spec.VolumeName}
 		o.Status = v1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}
 	case *storagev1.VolumeAttachment:
+		// Its creator alone stays of managedFields (package othercontroller).
+		creator := volumeattach.Creator(o)
 		trimMeta(o)
 		// Nothing reads its labels, annotations (the attacher's node ID), owners or finalizers.
 		trimToCompactMeta(&o.ObjectMeta)
+		o.ManagedFields = othercontroller.CreatorManagedFields(creator)
 		o.Labels, o.Annotations, o.OwnerReferences = nil, nil, nil
 		// The driver's publish context (device paths and the like) is the kubelet's to
 		// read; adc lists CSI volumes without a device path, as upstream does.
