@@ -8,6 +8,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes/fake"
@@ -53,5 +54,41 @@ func TestAllowedTo(t *testing.T) {
 	}
 	if err := AllowedTo(request(false), "get", "", "pods", "team-b"); err != nil {
 		t.Errorf("on the loopback listener (no authorizer) AllowedTo says %v, want allowed", err)
+	}
+}
+
+// TestAllowedToBehindTheSecureChain: a handler behind the secure port's chain can ask
+// AllowedTo about its own request, with the user the chain authenticated and the
+// authorizer it used for the path.
+func TestAllowedToBehindTheSecureChain(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		if nr := sar.Spec.NonResourceAttributes; nr != nil {
+			sar.Status.Allowed = nr.Path == "/page"
+		} else {
+			sar.Status.Allowed = sar.Spec.ResourceAttributes.Namespace == "team-a"
+		}
+		return true, sar, nil
+	})
+	authz, err := NewAuthorizationOptions().authorizer(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}, true, nil
+	})
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := AllowedTo(r, "get", "", "pods", r.URL.Query().Get("ns")); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+		}
+	})
+	h := secureHandler(page, authn, authz)
+	for ns, want := range map[string]int{"team-a": http.StatusOK, "team-b": http.StatusForbidden} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/page?ns="+ns, nil))
+		if rec.Code != want {
+			t.Errorf("GET /page?ns=%s = %d, want %d: %s", ns, rec.Code, want, rec.Body)
+		}
 	}
 }
