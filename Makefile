@@ -16,6 +16,8 @@
 #                       all its controllers, hollow kubelets, CSI driver); prints its kubeconfig,
 #                       stays up until Ctrl-C
 # make lint             gofmt, go vet, staticcheck
+# make kubectl-plugin   bin/kubectl-adc, a symlink to bin/adc: put bin/ on PATH (or copy both)
+#                       and `kubectl adc explain pod NAME -n NS`, `kubectl adc preflight` work
 # make chaos            a longer chaos run (CHAOS_DURATION, default 10m; CHAOS_SEED replays one)
 # make interleave       the interleaving explorer (-race): SCHEDULES random schedules per world
 #                       (default 1500, 20-40 s), SEED, DEPTH for an exhaustive search too
@@ -32,7 +34,7 @@ export KUBEBUILDER_ASSETS
 
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/integration -e /test/e2e)
 
-.PHONY: all build demo-build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos interleave cluster-assets cluster
+.PHONY: all build demo-build demo test test-assets unit-test integration-test chaos-test integration-rest envtest-assets kcm-assets e2e-assets e2e-test lint clean chaos interleave cluster-assets cluster kubectl-plugin
 
 all: build
 
@@ -44,6 +46,10 @@ all: build
 ADC_BUILD_TAGS := grpcnotrace
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(ADC_BUILD_TAGS) -o bin/adc ./cmd/adc
+
+# The binary is its own kubectl plugin when started as kubectl-adc (cmd/adc/kubectlplugin.go).
+kubectl-plugin: build
+	ln -sf adc bin/kubectl-adc
 
 # The demo is its own program: it links envtest, which the controller's binary should not carry.
 demo-build:

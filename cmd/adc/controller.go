@@ -38,15 +38,13 @@ func init() { subcommands = append(subcommands, newControllerCommand) }
 
 // controllerFlags are the flags of `adc controller`.
 type controllerFlags struct {
-	kubeconfig         string
-	workers            int
+	kubeconfig string
+	// shared are the flags kube-controller-manager also has (with an adc- prefix).
+	shared             *adc.FlagOptions
 	qps                float32
 	burst              int
-	migration          migrationFlags
-	maxWaitForUnmount  time.Duration
 	nodeStatusMaxDelay time.Duration
 	createsInFlight    int
-	otherQuiet         time.Duration
 	resync             time.Duration
 	serving            *server.Options
 	profiling          profilingFlags
@@ -62,7 +60,7 @@ type controllerFlags struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions()}
+	f := &controllerFlags{logging: logsapi.NewLoggingConfiguration(), serving: server.NewOptions(), shared: adc.NewFlagOptions()}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the migration-aware attach/detach controller until SIGINT or SIGTERM",
@@ -82,11 +80,9 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	rec.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when empty.")
 	rec.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader on a coordination.k8s.io Lease so that only one replica acts.")
 	rec.StringVar(&f.leaseNS, "leader-elect-namespace", "", "Namespace of the Lease; the Pod's namespace when empty (default outside a cluster).")
-	f.migration.add(rec)
-	rec.IntVar(&f.workers, "workers", adc.DefaultWorkers, "Number of nodes reconciled in parallel (and of node status writers).")
+	f.shared.AddFlags(rec, "", "")
 	rec.Float32Var(&f.qps, "kube-api-qps", 20, "Queries per second to the API server; node status writes go first within it.")
 	rec.IntVar(&f.burst, "kube-api-burst", 30, "Burst of queries to the API server.")
-	rec.DurationVar(&f.maxWaitForUnmount, "max-wait-for-unmount", adc.DefaultOptions().MaxWaitForUnmount, "How long a node may be not Ready before its in-use volumes are force-detached.")
 	other := fss.FlagSet("other")
 	other.StringVar(&f.leaseName, "leader-elect-lease-name", "adc", "Name of the leader election Lease.")
 	other.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits after the last renewal before it takes the lease.")
@@ -94,7 +90,6 @@ acts at a time; losing the lease stops it with a non-zero exit so its Pod restar
 	other.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease (kube-controller-manager's default): a standby takes a released lease within it, so it bounds the gap of a rolling upgrade.")
 	other.DurationVar(&f.nodeStatusMaxDelay, "node-status-max-delay", 0, "If positive, how long an attached volume may wait to be listed in node status while other attaches of its node finish (fewer, later patches). 0 writes at once; what attaches while a node's write is in flight goes in its next write.")
 	other.IntVar(&f.createsInFlight, "creates-in-flight", 0, "How many VolumeAttachment creates are sent at once. 0 sizes it from --kube-api-qps so that creates go at the budget's rate (QPS x 100 ms, 4 to 128). A smaller number creates later but lists the first volumes sooner when the API server has no CPU to spare (the attacher's status writes then wait behind fewer creates).")
-	other.DurationVar(&f.otherQuiet, "other-controller-quiet-period", adc.DefaultOtherControllerQuietPeriod, "How long adc writes nothing (no attach, no detach, no node status) after it last saw another attach/detach controller write what it owns, such as kube-controller-manager's own left on (Event reason OtherAttachDetachController).")
 	other.DurationVar(&f.resync, "resync-period", 0, "Informer resync period; 0 disables resync (events and backoff drive every retry).")
 	f.serving.AddFlags(&fss)
 	f.profiling.add(fss.FlagSet("debugging"))
@@ -119,32 +114,20 @@ func loggingFeatureGate() featuregate.FeatureGate {
 // controllerOptions turns flags into controller options, with errors that name the flag.
 func (f *controllerFlags) controllerOptions() (adc.Options, error) {
 	opts := adc.DefaultOptions()
-	cfg, err := f.migration.config()
-	if err != nil {
-		return opts, err
-	}
-	opts.Migration = cfg
+	f.shared.ApplyTo(&opts)
 	switch {
-	case f.maxWaitForUnmount <= 0:
-		return opts, fmt.Errorf("--max-wait-for-unmount must be positive, got %s", f.maxWaitForUnmount)
-	case f.workers < 1:
-		return opts, fmt.Errorf("--workers must be at least 1, got %d", f.workers)
 	case f.qps <= 0 || f.burst <= 0:
 		return opts, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.qps, f.burst)
 	case f.nodeStatusMaxDelay < 0:
 		return opts, fmt.Errorf("--node-status-max-delay must not be negative, got %s", f.nodeStatusMaxDelay)
 	case f.createsInFlight < 0:
 		return opts, fmt.Errorf("--creates-in-flight must not be negative, got %d", f.createsInFlight)
-	case f.otherQuiet <= 0:
-		return opts, fmt.Errorf("--other-controller-quiet-period must be positive, got %s", f.otherQuiet)
 	case f.leaderElect && !(f.leaseDuration > f.renewDeadline && f.renewDeadline > f.retryPeriod && f.retryPeriod > 0):
 		return opts, fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
 			f.leaseDuration, f.renewDeadline, f.retryPeriod)
 	}
-	opts.MaxWaitForUnmount = f.maxWaitForUnmount
 	opts.NodeStatusMaxDelay = f.nodeStatusMaxDelay
 	opts.CreatesInFlight = f.createsInFlight
-	opts.OtherControllerQuietPeriod = f.otherQuiet
 	if err := f.serving.Validate(); err != nil {
 		return opts, err
 	}
@@ -239,7 +222,7 @@ func runController(parent context.Context, f *controllerFlags) error {
 		current = ctrl
 		mu.Unlock()
 		factory.Start(ctx.Done())
-		ctrl.Run(ctx, f.workers)
+		ctrl.Run(ctx, f.shared.Workers)
 		factory.Shutdown()
 	}
 	if !f.leaderElect {

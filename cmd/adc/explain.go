@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/dashboard"
 	"github.com/migration-aware/adc/pkg/explain"
 )
@@ -24,11 +25,11 @@ type explainOptions struct {
 	output            string
 	controller        string
 	maxWaitForUnmount time.Duration
-	migration         migrationFlags
+	migration         *adc.FlagOptions
 }
 
 func newExplainCommand() *cobra.Command {
-	o := &explainOptions{output: "text", maxWaitForUnmount: explain.DefaultMaxWaitForUnmount}
+	o := &explainOptions{migration: adc.NewFlagOptions(), output: "text", maxWaitForUnmount: explain.DefaultMaxWaitForUnmount}
 	cmd := &cobra.Command{
 		Use:   "explain (pod NAMESPACE/NAME | pv NAME)",
 		Short: "Explain, volume by volume, why a pod's volumes are (not) attached (read-only)",
@@ -67,7 +68,7 @@ does not exist, an API server or controller that does not answer).`,
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: text or json (the schema of /api/v1/explain)")
 	f.StringVar(&o.controller, "controller", "", "address of a running controller's HTTP listener (its --http-addr), e.g. http://localhost:8080, for its memory: holds, retries, problems, recent operations")
 	f.DurationVar(&o.maxWaitForUnmount, "max-wait-for-unmount", o.maxWaitForUnmount, "the controller's --max-wait-for-unmount, for when a forced detach would happen")
-	o.migration.add(f)
+	o.migration.AddMigrationFlags(f, "", "")
 	return cmd
 }
 
@@ -81,14 +82,14 @@ func (o *explainOptions) run(ctx context.Context, out io.Writer, kind, ref strin
 	default:
 		return fmt.Errorf("--output %q is not supported; use text or json", o.output)
 	}
+	if plugin != nil && kind == explain.KindPod {
+		ref = plugin.podRef(o.kubeconfig, ref)
+	}
 	target, err := explain.ParseTarget(kind, ref)
 	if err != nil {
 		return err
 	}
-	cfg, err := o.migration.config()
-	if err != nil {
-		return err
-	}
+	cfg := o.migration.Config()
 	opts := explain.Options{Config: cfg, MaxWaitForUnmount: o.maxWaitForUnmount, ControllerAddress: o.controller}
 	if o.controller != "" {
 		// Asked first: a wrong address should fail before the cluster is read.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/plan"
 )
 
@@ -19,11 +20,11 @@ func init() { subcommands = append(subcommands, newPlanCommand) }
 type planOptions struct {
 	kubeconfig string
 	output     string
-	migration  migrationFlags
+	migration  *adc.FlagOptions
 }
 
 func newPlanCommand() *cobra.Command {
-	o := &planOptions{output: "table"}
+	o := &planOptions{migration: adc.NewFlagOptions(), output: "table"}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show how every volume of every scheduled pod would be attached (read-only dry run)",
@@ -47,7 +48,7 @@ csi-no-attach, in-tree, not-attachable, wait, error) and why, naming the CSIDriv
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig file; empty means the in-cluster service account")
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: table or json")
-	o.migration.add(f)
+	o.migration.AddMigrationFlags(f, "", "")
 	return cmd
 }
 
@@ -56,10 +57,7 @@ func (o *planOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := o.migration.config()
-	if err != nil {
-		return err
-	}
+	cfg := o.migration.Config()
 	clients, err := readClients(o.kubeconfig, "adc-plan")
 	if err != nil {
 		return err

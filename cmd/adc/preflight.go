@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/preflight"
 )
 
@@ -23,7 +24,7 @@ type preflightOptions struct {
 	output     string
 	plugins    []string
 	to         string
-	migration  migrationFlags
+	migration  *adc.FlagOptions
 }
 
 // errBlocked is returned when a finding blocks the step, so the command exits 1 after
@@ -31,7 +32,7 @@ type preflightOptions struct {
 var errBlocked = errors.New("the step is not safe (the findings that block are listed above)")
 
 func newPreflightCommand() *cobra.Command {
-	o := &preflightOptions{output: "text"}
+	o := &preflightOptions{migration: adc.NewFlagOptions(), output: "text"}
 	cmd := &cobra.Command{
 		Use:   "preflight",
 		Short: "Check what would block or change when in-tree plugins move a CSI migration step (read-only)",
@@ -64,7 +65,7 @@ preflight could not run (bad input, an API server that does not answer).`,
 	f.StringVarP(&o.output, "output", "o", o.output, "output format: text or json (the schema of /api/v1/preflight)")
 	f.StringSliceVar(&o.plugins, "plugin", nil, "in-tree plugin that moves (repeatable, or comma-separated; kubernetes.io/gce-pd or gce-pd); all seven when not given")
 	f.StringVar(&o.to, "to", "", "mode the plugins move to: on, complete or off; empty means each plugin's next step (off to on, on to complete)")
-	o.migration.add(f)
+	o.migration.AddMigrationFlags(f, "", "")
 	return cmd
 }
 
@@ -117,9 +118,6 @@ func (o *preflightOptions) options() (preflight.Options, func(io.Writer, preflig
 		}
 		plugins = append(plugins, name)
 	}
-	cfg, err := o.migration.config()
-	if err != nil {
-		return preflight.Options{}, nil, err
-	}
+	cfg := o.migration.Config()
 	return preflight.Options{Config: cfg, Plugins: plugins, To: to}, render, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
@@ -23,7 +24,7 @@ func init() { subcommands = append(subcommands, newStatusCommand) }
 type statusOptions struct {
 	kubeconfig string
 	output     string
-	migration  migrationFlags
+	migration  *adc.FlagOptions
 	// checkComplete is the plugin of --check-complete, or empty.
 	checkComplete string
 	// nodes, plugin and state are --nodes and its filters.
@@ -36,7 +37,7 @@ type statusOptions struct {
 var errNotReady = errors.New("not safe to switch to complete (blockers listed above)")
 
 func newStatusCommand() *cobra.Command {
-	o := &statusOptions{output: "text"}
+	o := &statusOptions{migration: adc.NewFlagOptions(), output: "text"}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the CSI migration rollout computed from the cluster (read-only, no controller needed)",
@@ -73,7 +74,7 @@ mechanism; --plugin P shows each node's state for P and --state narrows to one s
 	f.BoolVar(&o.nodes, "nodes", false, "print the managed nodes instead of the summary: kubelet version, the object each reports through, migrated plugins and volumes by mechanism")
 	f.StringVar(&o.plugin, "plugin", "", "with --nodes: show each node's state for this in-tree plugin")
 	f.StringVar(&o.state, "state", "", "with --nodes --plugin: only nodes in this state for the plugin: migrated, not-migrated or unknown (not reported)")
-	o.migration.add(f)
+	o.migration.AddMigrationFlags(f, "", "")
 	return cmd
 }
 
@@ -97,10 +98,7 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
 	if err := filter.Validate(); err != nil {
 		return fmt.Errorf("--plugin/--state: %w", err)
 	}
-	cfg, err := o.migration.config()
-	if err != nil {
-		return err
-	}
+	cfg := o.migration.Config()
 	clients, err := readClients(o.kubeconfig, "adc-status")
 	if err != nil {
 		return err

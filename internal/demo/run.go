@@ -14,6 +14,7 @@ import (
 
 	"github.com/migration-aware/adc/internal/controlplane"
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/server"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -33,7 +34,7 @@ type Options struct {
 	// HTTPAddr is the listener's address when Serve is set.
 	HTTPAddr string
 	// Observer receives the controller's operations (metrics).
-	Observer adc.Observer
+	Observer readmodel.Observer
 	// Register adds pages (the dashboard) to the listener for the running controller.
 	Register func(srv *server.Server, ctrl *adc.Controller)
 	// Interactive redraws the progress bar in place; otherwise a line is printed per change.
@@ -137,13 +138,13 @@ func listedOnNode(ctx context.Context, cp *controlplane.ControlPlane, node strin
 
 // settled reports how many workloads reached their expected state (attached ones also
 // listed in their node's status).
-func settled(snap []adc.PairState, listed func(string) map[string]bool) (done, held int) {
-	byPod := map[string]adc.PairState{}
+func settled(snap []readmodel.PairState, listed func(string) map[string]bool) (done, held int) {
+	byPod := map[string]readmodel.PairState{}
 	for _, s := range snap {
 		if s.Pod != "" {
 			byPod[s.Pod] = s
 		}
-		if s.Phase == adc.PhaseHeld {
+		if s.Phase == readmodel.PhaseHeld {
 			held++
 		}
 	}
@@ -157,7 +158,7 @@ func settled(snap []adc.PairState, listed func(string) map[string]bool) (done, h
 		if got != w.want && (w.wantAlt == expectation{} || got != w.wantAlt) {
 			continue
 		}
-		if s.Phase == adc.PhaseAttached {
+		if s.Phase == readmodel.PhaseAttached {
 			if cache[s.Node] == nil {
 				cache[s.Node] = listed(s.Node)
 			}

@@ -8,8 +8,8 @@ package demo
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // Namespace holds the demo's workloads.
@@ -67,11 +67,11 @@ var (
 	rwo = []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
 	rwx = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
 
-	attachedCSI    = expectation{migration.MechanismCSI, adc.PhaseAttached}
-	attachedInTree = expectation{migration.MechanismInTree, adc.PhaseAttached}
-	noAttach       = expectation{migration.MechanismCSINoAttach, adc.PhaseNotNeeded}
-	notAttachable  = expectation{migration.MechanismNotAttachable, adc.PhaseNotNeeded}
-	multiAttach    = expectation{migration.MechanismCSI, adc.PhaseMultiAttach}
+	attachedCSI    = expectation{migration.MechanismCSI, readmodel.PhaseAttached}
+	attachedInTree = expectation{migration.MechanismInTree, readmodel.PhaseAttached}
+	noAttach       = expectation{migration.MechanismCSINoAttach, readmodel.PhaseNotNeeded}
+	notAttachable  = expectation{migration.MechanismNotAttachable, readmodel.PhaseNotNeeded}
+	multiAttach    = expectation{migration.MechanismCSI, readmodel.PhaseMultiAttach}
 )
 
 var workloads = []workload{

@@ -6,8 +6,8 @@ import (
 
 	csitrans "k8s.io/csi-translation-lib"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // The story, exported read-only for the demo on real parts (test/e2e/demo), so both demos
@@ -70,7 +70,7 @@ type StoryPod struct {
 // Expectation is a mechanism and phase adc should end up with for a pod's volume.
 type Expectation struct {
 	Mechanism migration.Mechanism
-	Phase     adc.Phase
+	Phase     readmodel.Phase
 }
 
 // StoryPods returns the story's workload pods, in seeding order.

@@ -24,10 +24,11 @@ import (
 const preflightCacheFor = 30 * time.Second
 
 // Checks publishes the preflight and explain pages and their JSON on srv (dashboard.
-// RegisterChecks), computed from the cluster with clients of their own (base's identity,
-// client-go's default 5 QPS, so they never take from the controller's API budget), in the
-// configuration the controller runs with; explanations add the memory of the controller
-// view returns (nil on a standby replica).
+// RegisterChecks), in the configuration the controller runs with. Explanations read the
+// leading controller's informer caches (when view returns one that can: ClusterReader) and
+// add its memory; preflights, and explanations on a standby replica (view returns nil),
+// read the cluster with clients of their own (base's identity, client-go's default 5 QPS,
+// so they never take from the controller's API budget).
 func Checks(srv *server.Server, base *rest.Config, cfg migration.Config, maxWaitForUnmount time.Duration, view func() rollout.ControllerView) error {
 	rc := rest.CopyConfig(base)
 	rc.UserAgent = "adc-dashboard"
@@ -51,13 +52,19 @@ func Checks(srv *server.Server, base *rest.Config, cfg migration.Config, maxWait
 		return preflight.Run(opts, cl, at)
 	}
 	exp := func(ctx context.Context, t explain.Target) (explain.Report, error) {
-		cl, err := explain.Read(ctx, clients, cfg, t)
+		// The leader reads its informer caches; a standby, which has none, the API server.
+		var from plan.Reader = clients
+		v := view()
+		if c, ok := v.(cacheReader); ok && c.HasSynced() {
+			from = c.ClusterReader()
+		}
+		cl, err := explain.Read(ctx, from, cfg, t)
 		if err != nil {
 			return explain.Report{}, err
 		}
 		now := time.Now()
 		opts := explain.Options{Config: cfg, MaxWaitForUnmount: maxWaitForUnmount, ControllerAddress: "in-process"}
-		if v := view(); v != nil {
+		if v != nil {
 			r := rollout.FromController(v, now)
 			opts.Controller = &r
 		} else {
@@ -68,6 +75,12 @@ func Checks(srv *server.Server, base *rest.Config, cfg migration.Config, maxWait
 	}
 	dashboard.RegisterChecks(srv, pre, exp)
 	return nil
+}
+
+// cacheReader is a controller view that can also read its informer caches (*adc.Controller).
+type cacheReader interface {
+	HasSynced() bool
+	ClusterReader() plan.Reader
 }
 
 // clusterCache keeps the last preflight cluster read for preflightCacheFor; one read at a

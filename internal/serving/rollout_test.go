@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/rollout/rollouttest"
 	"github.com/migration-aware/adc/pkg/server"
@@ -28,7 +28,7 @@ func TestOtherControllerReadiness(t *testing.T) {
 		t.Errorf("not fenced: %d %q, want 200 with a plain ok line", code, body)
 	}
 	seen := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	view.Other = adc.OtherController{Fenced: true, Manager: "kube-controller-manager", Object: "Node/status.volumesAttached",
+	view.Other = readmodel.OtherController{Fenced: true, Manager: "kube-controller-manager", Object: "Node/status.volumesAttached",
 		Name: "n1", Node: "n1", Seen: seen, Until: seen.Add(2 * time.Minute)}
 	code, body := get("/readyz?verbose")
 	if code != http.StatusOK {

@@ -5,18 +5,21 @@
 //
 // Where things are:
 //
-//	controller.go, options.go   New, Run, the node and status queues and their workers; Options
-//	handlers.go, indexers.go    informer event handlers: what change re-decides which node
-//	reconcile.go                syncNode: read, plan (internal/nodeplan), apply the pairs' steps
+//	controller.go, options.go   New, Run, the node and status queues and their workers; Options,
+//	                            adc's own informer factory, its name in kube-controller-manager
+//	flags.go                    the flags every host shares (FlagOptions)
+//	handlers.go                 informer event handlers: what change re-decides which node
+//	stores.go                   the by-node indexes; what memory and the checker read of the stores
+//	reconcile.go                syncNode: read, plan (internal/nodeplan), apply the pairs' steps;
+//	                            Event reasons, one Event per pod and reason; held pairs' backoff
 //	desired.go                  desired state: every active pod's volumes, decided by pkg/migration
 //	detach.go                   applying the detach steps: fresh reads, confirmations, deletes;
 //	                            detach of deleted nodes
 //	detachpolicy.go             which DetachPolicy rule a volume gets; pods freed by evidence
-//	world.go                    what memory and the checker read of the informer stores
-//	events.go, nodeobjects.go   one Event per pod and reason; a node's migration objects
-//	informers.go, name.go       adc's own informer factory; its name in kube-controller-manager
-//	report.go, operations.go, flips.go
-//	                            what adc reports: pair states, operations, migration flips
+//	othercontroller.go          the fence while another attach/detach controller writes
+//	readmodel.go                what adc reports (pkg/readmodel): pair states, operations, flips,
+//	                            managed nodes
+//	clusterreader.go            the informer caches as a plan.Reader, for the dashboard's explain
 //
 // and, under internal/, one job per package, each owning its state and lock if it has any;
 // none imports pkg/adc:
@@ -32,7 +35,8 @@
 //	intree       the calls to a host's in-tree attacher, and the periodic check of their result
 //	cached       the compact informer forms; which VolumeAttachment updates change what adc reads
 //	seedapi      the seed-API and DetachPolicy sources; policystatus: DetachPolicy status
-//	report       pair states, operations and flips, for metrics and the dashboard; multimap
+//	report       keeps pair states, operations and flips (pkg/readmodel's types); multimap
+//	othercontroller  notices another attach/detach controller's writes; fences adc's meanwhile
 //
 // pkg/migration decides, pkg/volumeattach writes, pkg/kcm embeds adc in
 // kube-controller-manager.

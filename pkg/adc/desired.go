@@ -8,6 +8,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // ManagedAnnotation marks the nodes whose attach and detach the controller owns.
@@ -28,7 +29,7 @@ type pair struct {
 	// att is the existing attachment of this volume on the node, if any.
 	att *actual.Attachment
 	// st is the pair's state in the running reconcile.
-	st *PairState
+	st *readmodel.PairState
 }
 
 // desiredPairs decides every volume of every active pod scheduled to the node.

@@ -18,6 +18,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodeplan"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -34,9 +35,9 @@ const OutOfServiceTaint = v1.TaintNodeOutOfService
 // the volume from node status, deleting the VolumeAttachment, calling the in-tree detacher)
 // comes from that second plan.
 func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
-	st := &PairState{
+	st := &readmodel.PairState{
 		Node: r.node.Name, PV: a.PVName, Driver: a.Driver, Mechanism: a.Mechanism(),
-		UniqueName: a.UniqueName, Phase: PhaseDetaching,
+		UniqueName: a.UniqueName, Phase: readmodel.PhaseDetaching,
 	}
 	if a.VA != nil {
 		st.VolumeAttachment = a.VA.Name
@@ -60,7 +61,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 	if d.Step == nodeplan.ReadNode {
 		node, err := r.freshNode(ctx)
 		if err != nil {
-			st.Phase = PhaseDetachBlocked
+			st.Phase = readmodel.PhaseDetachBlocked
 			st.Reason = "reading the node from the API server before detaching failed; retrying: " + err.Error()
 			r.errs = append(r.errs, err)
 			return
@@ -73,7 +74,7 @@ func (r *nodeRun) reconcileDetach(ctx context.Context, a *actual.Attachment) {
 
 // applyDetach carries out the plan of an attachment: reports it, emits its Events, marks the
 // volume detaching and queues the detach.
-func (r *nodeRun) applyDetach(ctx context.Context, a *actual.Attachment, in nodeplan.DetachInput, d nodeplan.DetachPlan, st *PairState) {
+func (r *nodeRun) applyDetach(ctx context.Context, a *actual.Attachment, in nodeplan.DetachInput, d nodeplan.DetachPlan, st *readmodel.PairState) {
 	st.Phase, st.Reason, st.Detach = d.Phase, d.Reason, d.Verdict
 	if d.RetryIn > 0 {
 		r.retryIn(d.RetryIn)
@@ -180,21 +181,15 @@ func (c *Controller) readNode(ctx context.Context, name string) (*v1.Node, error
 	return node, nil
 }
 
-// NodeReadResult values label the fresh Node reads that confirm detaches.
-const (
-	NodeReadOK       = "ok"
-	NodeReadNotFound = "not-found"
-	NodeReadError    = "error"
-)
-
+// nodeReadResult is the readmodel.NodeRead value of a fresh Node read that returned err.
 func nodeReadResult(err error) string {
 	switch {
 	case err == nil:
-		return NodeReadOK
+		return readmodel.NodeReadOK
 	case apierrors.IsNotFound(err):
-		return NodeReadNotFound
+		return readmodel.NodeReadNotFound
 	default:
-		return NodeReadError
+		return readmodel.NodeReadError
 	}
 }
 
@@ -203,7 +198,7 @@ func nodeReadResult(err error) string {
 func (r *nodeRun) detach(ctx context.Context, a *actual.Attachment, forced string) bool {
 	logger := klog.FromContext(ctx)
 	if a.VA != nil {
-		r.c.startOp(OperationDetach, a.VA, nil, r.now)
+		r.c.startOp(readmodel.OperationDetach, a.VA, nil, r.now)
 		r.c.mem.RequestDelete(a.VA, r.now)
 		if err := r.c.attachments.Delete(ctx, a.VA.Name, a.VA.UID); err != nil {
 			r.c.mem.CancelDelete(a.VA)
@@ -246,7 +241,7 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	logger := klog.FromContext(ctx)
 	objs, _ := c.vas.ByIndex(byNodeIndex, name)
 	wasManaged, known := c.mem.WasManaged(name)
-	var states []PairState
+	var states []readmodel.PairState
 	var toDetach []*storagev1.VolumeAttachment
 	left := 0
 	for _, obj := range objs {
@@ -261,12 +256,12 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 			}
 			if !ours {
 				left++
-				states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi",
-					Phase: PhaseDetachBlocked, Reason: why})
+				states = append(states, readmodel.PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi",
+					Phase: readmodel.PhaseDetachBlocked, Reason: why})
 				continue
 			}
 		}
-		states = append(states, PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: PhaseDetaching,
+		states = append(states, readmodel.PairState{Node: name, Driver: va.Spec.Attacher, VolumeAttachment: va.Name, Mechanism: "csi", Phase: readmodel.PhaseDetaching,
 			Reason: "the node was deleted; detaching"})
 		requested := c.mem.DeleteRequested(va)
 		if va.DeletionTimestamp == nil && !requested {
@@ -291,11 +286,11 @@ func (c *Controller) syncGoneNode(ctx context.Context, name string, now time.Tim
 	for _, va := range toDetach {
 		c.recorder.Eventf(va, v1.EventTypeWarning, ReasonForcedDetach, "Force-detaching: node %s was deleted", name)
 		logger.Info("Force-detaching volume of deleted node", "volumeAttachment", klog.KObj(va))
-		r.detach(ctx, &actual.Attachment{VA: va, Driver: va.Spec.Attacher}, ForcedDetachNodeDeleted)
+		r.detach(ctx, &actual.Attachment{VA: va, Driver: va.Spec.Attacher}, readmodel.ForcedDetachNodeDeleted)
 	}
 	for i := range inTree {
 		it := inTree[i]
-		r.detach(ctx, &actual.Attachment{InTree: &it, UniqueName: it.Volume.UniqueName}, ForcedDetachNodeDeleted)
+		r.detach(ctx, &actual.Attachment{InTree: &it, UniqueName: it.Volume.UniqueName}, readmodel.ForcedDetachNodeDeleted)
 	}
 	if left > 0 {
 		logger.V(2).Info("Leaving the VolumeAttachments of a deleted node adc did not manage to their owner", "count", left)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // newHandlerController is a controller whose handlers can be called directly; nothing runs.
@@ -109,29 +110,29 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 		return va
 	}
 	attached := next(func(va *storagev1.VolumeAttachment) { va.Status.Attached = true })
-	waiting := []PairState{{Node: "n1", Pod: "ns/p", Volume: "data", VolumeAttachment: "csi-1", Phase: PhaseAttaching},
-		{Node: "n1", Pod: "ns/q", Volume: "data", VolumeAttachment: "csi-2", Phase: PhaseAttaching}}
+	waiting := []readmodel.PairState{{Node: "n1", Pod: "ns/p", Volume: "data", VolumeAttachment: "csi-1", Phase: readmodel.PhaseAttaching},
+		{Node: "n1", Pod: "ns/q", Volume: "data", VolumeAttachment: "csi-2", Phase: readmodel.PhaseAttaching}}
 	now := time.Now()
 	cases := []struct {
 		name              string
 		old, cur          *storagev1.VolumeAttachment
-		states            []PairState
+		states            []readmodel.PairState
 		syncing           bool
 		wantNode, wantSts []string
-		wantPhases        []Phase
+		wantPhases        []readmodel.Phase
 	}{
 		{name: "a finalizer added", old: pending, cur: next(func(va *storagev1.VolumeAttachment) { va.Finalizers = []string{"external-attacher/d"} }),
-			states: waiting, wantPhases: []Phase{PhaseAttaching, PhaseAttaching}},
+			states: waiting, wantPhases: []readmodel.Phase{readmodel.PhaseAttaching, readmodel.PhaseAttaching}},
 		{name: "attached", old: pending, cur: attached, states: waiting,
-			wantSts: []string{"n1"}, wantPhases: []Phase{PhaseAttached, PhaseAttaching}},
+			wantSts: []string{"n1"}, wantPhases: []readmodel.Phase{readmodel.PhaseAttached, readmodel.PhaseAttaching}},
 		{name: "attached while the node's reconcile runs", old: pending, cur: attached, states: waiting, syncing: true,
-			wantNode: []string{"n1"}, wantSts: []string{"n1"}, wantPhases: []Phase{PhaseAttaching, PhaseAttaching}},
+			wantNode: []string{"n1"}, wantSts: []string{"n1"}, wantPhases: []readmodel.Phase{readmodel.PhaseAttaching, readmodel.PhaseAttaching}},
 		{name: "attached but no pair waits for it", old: pending, cur: attached,
 			wantNode: []string{"n1"}, wantSts: []string{"n1"}},
 		{name: "attached, clearing an attach error", old: next(func(va *storagev1.VolumeAttachment) { va.Status.AttachError = &storagev1.VolumeError{Message: "boom"} }),
-			cur: attached, states: waiting, wantNode: []string{"n1"}, wantSts: []string{"n1"}, wantPhases: []Phase{PhaseAttaching, PhaseAttaching}},
+			cur: attached, states: waiting, wantNode: []string{"n1"}, wantSts: []string{"n1"}, wantPhases: []readmodel.Phase{readmodel.PhaseAttaching, readmodel.PhaseAttaching}},
 		{name: "an attach error", old: pending, cur: next(func(va *storagev1.VolumeAttachment) { va.Status.AttachError = &storagev1.VolumeError{Message: "boom"} }),
-			states: waiting, wantNode: []string{"n1"}, wantPhases: []Phase{PhaseAttaching, PhaseAttaching}},
+			states: waiting, wantNode: []string{"n1"}, wantPhases: []readmodel.Phase{readmodel.PhaseAttaching, readmodel.PhaseAttaching}},
 		{name: "detached", old: attached, cur: pending, wantNode: []string{"n1"}, wantSts: []string{"n1"}},
 		{name: "being deleted", old: attached, cur: next(func(va *storagev1.VolumeAttachment) {
 			va.Status.Attached = true
@@ -143,7 +144,7 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 			t.Run(tc.name+"/"+form, func(t *testing.T) {
 				c := newHandlerController(t)
 				if tc.states != nil {
-					c.pairs.Set("n1", append([]PairState(nil), tc.states...), now.Add(-time.Minute))
+					c.pairs.Set("n1", append([]readmodel.PairState(nil), tc.states...), now.Add(-time.Minute))
 				}
 				if tc.syncing {
 					defer c.pairs.BeginSync("n1")()
@@ -160,10 +161,10 @@ func TestVAHandlerReconcilesOnlyWhatCanChangeADecision(t *testing.T) {
 				if got := drain(c.statusQueue); !reflect.DeepEqual(got, tc.wantSts) {
 					t.Errorf("status queue %v, want %v", got, tc.wantSts)
 				}
-				var phases []Phase
+				var phases []readmodel.Phase
 				for _, s := range c.Snapshot() {
 					phases = append(phases, s.Phase)
-					if s.Phase == PhaseAttached && !s.Since.After(now.Add(-time.Second)) {
+					if s.Phase == readmodel.PhaseAttached && !s.Since.After(now.Add(-time.Second)) {
 						t.Errorf("pair %s attached since %s, want the time it was marked", s.Pod, s.Since)
 					}
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // Issue 41: one ReadWriteOnce disk is one volume, whatever PersistentVolume names it. Before
@@ -69,8 +70,8 @@ func TestOneDiskIsAttachedToOneNode(t *testing.T) {
 			if !eventWith(rec, "Multi-Attach") {
 				t.Errorf("no Multi-Attach Event for the waiting pod")
 			}
-			if states := nodePairs(f.c, "n2"); len(states) != 1 || states[0].Phase != PhaseMultiAttach {
-				t.Errorf("n2's pair: %+v, want phase %s", states, PhaseMultiAttach)
+			if states := nodePairs(f.c, "n2"); len(states) != 1 || states[0].Phase != readmodel.PhaseMultiAttach {
+				t.Errorf("n2's pair: %+v, want phase %s", states, readmodel.PhaseMultiAttach)
 			}
 		})
 	}
@@ -261,7 +262,7 @@ func TestUnknownClassForcesNoDetach(t *testing.T) {
 		t.Fatalf("force-detached %s, whose class (and so whose policy) adc cannot know", unique)
 	}
 	states := nodePairs(f.c, "n1")
-	if len(states) != 1 || states[0].Phase != PhaseDetachBlocked || !strings.Contains(states[0].Reason, migration.UnknownClassRule) {
+	if len(states) != 1 || states[0].Phase != readmodel.PhaseDetachBlocked || !strings.Contains(states[0].Reason, migration.UnknownClassRule) {
 		t.Errorf("states %+v, want it blocked by the %s rule", states, migration.UnknownClassRule)
 	}
 }
@@ -281,8 +282,8 @@ func eventWith(rec *record.FakeRecorder, s string) bool {
 }
 
 // nodePairs returns the pair states of one node.
-func nodePairs(c *Controller, node string) []PairState {
-	var out []PairState
+func nodePairs(c *Controller, node string) []readmodel.PairState {
+	var out []readmodel.PairState
 	for _, st := range c.pairs.All() {
 		if st.Node == node {
 			out = append(out, st)

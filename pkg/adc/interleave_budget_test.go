@@ -117,9 +117,6 @@ func TestInterleaveBudgetCatches(t *testing.T) {
 			}
 		}
 		t.Run(string(m), func(t *testing.T) {
-			if why := mutantUnavailable(m); why != "" {
-				t.Skip(why)
-			}
 			cfg := budgetConfig
 			cfg.mutant = m
 			runs := 0

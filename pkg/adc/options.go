@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -55,7 +59,7 @@ type Options struct {
 	Attachments volumeattach.AttachmentWriter
 	NodeStatus  volumeattach.StatusWriter
 	// Observer is told about finished operations and forced detaches (metrics); optional.
-	Observer Observer
+	Observer readmodel.Observer
 	// Recorder records Events; nil means a recorder for component "adc" on the clientset.
 	Recorder record.EventRecorder
 	// Clock is injectable so tests can drive backoff and force-detach timing.
@@ -199,3 +203,16 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// NewInformerFactory is the informer factory of adc running on its own (`adc controller`, the
+// demo): its caches keep only what adc reads, in compact forms (package cached). Inside
+// kube-controller-manager the host's factory is used as it is.
+func NewInformerFactory(client kubernetes.Interface, resync time.Duration) informers.SharedInformerFactory {
+	return cached.NewInformerFactory(client, resync)
+}
+
+// ControllerManagerName is adc's canonical controller name inside kube-controller-manager:
+// the name of its controller descriptor (and so of --controllers and of its /healthz/<name>
+// check). It follows kube-controller-manager's naming rule: lower case words joined by "-",
+// ending in "-controller".
+const ControllerManagerName = "migration-aware-attach-detach-controller"

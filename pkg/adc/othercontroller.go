@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // ReasonOtherController is the Warning Event on a Node when adc sees another attach/detach
@@ -26,36 +27,13 @@ const ReasonOtherControllerGone = "OtherAttachDetachControllerGone"
 // on an idle cluster, short enough that a switch-off a little late costs minutes.
 const DefaultOtherControllerQuietPeriod = othercontroller.DefaultQuietPeriod
 
-// OtherController is what adc saw of another attach/detach controller (kube-controller-manager's
-// own, switched on next to adc), for metrics, readiness, `adc status` and the dashboard.
-type OtherController struct {
-	// Fenced is true while adc writes nothing because of it.
-	Fenced bool
-	// Manager, Object, Name and Node describe the last write seen: the field manager, what
-	// it wrote (Node/status.volumesAttached or VolumeAttachment), that object's name and its
-	// node. Empty when none was seen since adc started.
-	Manager, Object, Name, Node string
-	// Seen is when adc saw that write; Until when the fence ends if no other write is seen.
-	Seen, Until time.Time
-	// QuietPeriod is --other-controller-quiet-period.
-	QuietPeriod time.Duration
-	// Writes count the writes seen, by manager and object, sorted.
-	Writes []OtherControllerWrites
-}
-
-// OtherControllerWrites counts another controller's writes of one kind.
-type OtherControllerWrites struct {
-	Manager, Object string
-	Count           int64
-}
-
 // OtherController returns what adc saw of another attach/detach controller.
-func (c *Controller) OtherController() OtherController {
+func (c *Controller) OtherController() readmodel.OtherController {
 	s := c.guard.State()
-	out := OtherController{Fenced: s.Fenced, Manager: s.Last.Manager, Object: s.Last.Object, Name: s.Last.Name,
+	out := readmodel.OtherController{Fenced: s.Fenced, Manager: s.Last.Manager, Object: s.Last.Object, Name: s.Last.Name,
 		Node: s.Last.Node, Seen: s.Last.Seen, Until: s.Until, QuietPeriod: c.guard.QuietPeriod()}
 	for k, n := range s.Writes {
-		out.Writes = append(out.Writes, OtherControllerWrites{Manager: k.Manager, Object: k.Object, Count: n})
+		out.Writes = append(out.Writes, readmodel.OtherControllerWrites{Manager: k.Manager, Object: k.Object, Count: n})
 	}
 	sort.Slice(out.Writes, func(i, j int) bool {
 		if out.Writes[i].Manager != out.Writes[j].Manager {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
@@ -15,6 +17,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodeplan"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
 
@@ -23,7 +26,7 @@ type nodeRun struct {
 	c      *Controller
 	node   *v1.Node
 	now    time.Time
-	states []*PairState
+	states []*readmodel.PairState
 	errs   []error
 	// creates are the VolumeAttachments this run decided to create; they are queued for the
 	// create workers together, once every pair of the node has been decided.
@@ -132,7 +135,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	}
 	for p, v := range released {
 		st := r.pairState(p)
-		st.Phase, st.Reason, st.Detach = PhaseReleased, "not attached here: "+v.Reason+" (DetachPolicy "+v.Rule+")", &v
+		st.Phase, st.Reason, st.Detach = readmodel.PhaseReleased, "not attached here: "+v.Reason+" (DetachPolicy "+v.Rule+")", &v
 		r.states = append(r.states, st)
 	}
 	for _, j := range r.creates {
@@ -155,7 +158,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 		}
 	}
 	c.mem.ForgetUnrenewed(name, r.held, r.waiting, r.events)
-	states := make([]PairState, len(r.states))
+	states := make([]readmodel.PairState, len(r.states))
 	for i, st := range r.states {
 		states[i] = *st
 	}
@@ -165,8 +168,8 @@ func (c *Controller) syncNode(ctx context.Context, name string) (time.Duration, 
 	return r.retryAfter, errors.Join(r.errs...)
 }
 
-func (r *nodeRun) pairState(p *pair) *PairState {
-	st := &PairState{
+func (r *nodeRun) pairState(p *pair) *readmodel.PairState {
+	st := &readmodel.PairState{
 		Node: r.node.Name, Pod: p.podKey, Volume: p.volume, PV: p.pvName,
 		Plugin: p.d.Plugin, Driver: p.d.Driver, Mechanism: p.d.Mechanism,
 		Reason: p.d.Reason, VolumeAttachment: p.d.VolumeAttachmentName, UniqueName: p.d.UniqueName,
@@ -207,26 +210,26 @@ func (r *nodeRun) applyPair(ctx context.Context, p *pair, plan nodeplan.PairPlan
 		st.Reason = intree.HeldReason(&r.c.opts.Migration, r.node.Name, p.d.Plugin, p.d.Driver, p.volume)
 		r.hold(ctx, p, st, "")
 	case nodeplan.NotNeeded:
-		st.Phase = PhaseNotNeeded
+		st.Phase = readmodel.PhaseNotNeeded
 	case nodeplan.AttachCSI:
 		r.attachCSI(p, st)
 	case nodeplan.AttachInTree:
 		r.attachInTree(ctx, p, st)
 	default:
-		st.Phase = PhaseHeld
+		st.Phase = readmodel.PhaseHeld
 		st.Reason = fmt.Sprintf("unknown mechanism %q; this is a bug in adc", p.d.Mechanism)
 	}
 }
 
 // shared describes a pair whose volume an earlier pair of the run attaches: it shares that
 // attach's outcome, and a ReadWriteOnce conflict is reported for its pod too.
-func (r *nodeRun) shared(p, first *pair, st *PairState) {
+func (r *nodeRun) shared(p, first *pair, st *readmodel.PairState) {
 	fs := first.st
 	st.Phase, st.VolumeAttachment, st.UniqueName = fs.Phase, fs.VolumeAttachment, fs.UniqueName
-	if fs.Phase == PhaseMultiAttach || fs.Phase == PhaseAttaching && first.d.Mechanism == migration.MechanismInTree {
+	if fs.Phase == readmodel.PhaseMultiAttach || fs.Phase == readmodel.PhaseAttaching && first.d.Mechanism == migration.MechanismInTree {
 		st.Reason = fs.Reason
 	}
-	if fs.Phase == PhaseMultiAttach {
+	if fs.Phase == readmodel.PhaseMultiAttach {
 		r.waiting[memoryVolume(p.ids).Name] = true
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)
 	}
@@ -235,7 +238,7 @@ func (r *nodeRun) shared(p, first *pair, st *PairState) {
 // existing describes a pair whose volume is already attached (or attaching, or detaching)
 // to the node, whatever mechanism made the attachment. A mechanism flip never detaches: the
 // new mechanism applies to the next attach.
-func (r *nodeRun) existing(p *pair, a *actual.Attachment, st *PairState) {
+func (r *nodeRun) existing(p *pair, a *actual.Attachment, st *readmodel.PairState) {
 	r.c.mem.CancelDetach(r.node.Name, a.UniqueName)
 	st.UniqueName = a.UniqueName
 	if a.VA != nil {
@@ -245,12 +248,12 @@ func (r *nodeRun) existing(p *pair, a *actual.Attachment, st *PairState) {
 	}
 	switch {
 	case a.Deleting:
-		st.Phase = PhaseDetaching
+		st.Phase = readmodel.PhaseDetaching
 		st.Reason = "a previous attachment of the volume to this node is being removed; it is attached again once the removal finishes"
 	case a.Attached:
-		st.Phase = PhaseAttached
+		st.Phase = readmodel.PhaseAttached
 	default:
-		st.Phase = PhaseAttaching
+		st.Phase = readmodel.PhaseAttaching
 	}
 	if am := a.Mechanism(); am != p.d.Mechanism && (p.d.Mechanism == migration.MechanismCSI || p.d.Mechanism == migration.MechanismInTree) {
 		st.Reason = p.d.Reason + "; the volume is already attached " + string(am) + " and stays attached that way (no detach and re-attach on a migration flip), " + string(p.d.Mechanism) + " applies to its next attach"
@@ -264,13 +267,13 @@ func (r *nodeRun) existing(p *pair, a *actual.Attachment, st *PairState) {
 
 // hold keeps a pair in wait or error: nothing is attached, nothing of it detached; it is
 // retried with exponential backoff and re-decided at once when its node or driver changes.
-func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix string) {
+func (r *nodeRun) hold(ctx context.Context, p *pair, st *readmodel.PairState, suffix string) {
 	key := pairKey{Node: r.node.Name, Pod: p.podKey, Volume: p.volume}
 	r.held[key] = true
 	retries, next := r.c.mem.Hold(key, st.Reason, r.now)
 	st.Retries, st.NextRetry = retries, next
-	if st.Phase == "" || st.Phase == PhaseAttached || st.Phase == PhaseAttaching {
-		st.Phase = PhaseHeld
+	if st.Phase == "" || st.Phase == readmodel.PhaseAttached || st.Phase == readmodel.PhaseAttaching {
+		st.Phase = readmodel.PhaseHeld
 	}
 	st.Reason += suffix
 	r.retryIn(next.Sub(r.now))
@@ -282,22 +285,22 @@ func (r *nodeRun) hold(ctx context.Context, p *pair, st *PairState, suffix strin
 // attachCSI decides the VolumeAttachment of a pair, once the ReadWriteOnce rule allows it:
 // the reservation is taken and the create expected before the create is queued (see
 // creates.Queue.Add), so the create workers send only what was decided under those rules.
-func (r *nodeRun) attachCSI(p *pair, st *PairState) {
+func (r *nodeRun) attachCSI(p *pair, st *readmodel.PairState) {
 	if !r.reserve(p, st) {
 		return
 	}
 	va := volumeattach.NewVolumeAttachment(p.d.VolumeAttachmentName, p.d.Driver, r.node.Name, p.d.Source)
 	key := memoryVolume(p.ids).Name
 	r.c.mem.ExpectCreate(va, key, r.now)
-	r.c.startOp(OperationAttach, va, p, r.now)
-	st.Phase = PhaseAttaching
+	r.c.startOp(readmodel.OperationAttach, va, p, r.now)
+	st.Phase = readmodel.PhaseAttaching
 	if msg := r.c.creates.TakeErr(va.Name); msg != "" {
 		st.Reason = "creating the VolumeAttachment failed, will retry: " + msg
 	}
 	r.creates = append(r.creates, creates.Job{VA: va, Volume: key, Pod: p.podRef(), PodVolume: p.volume})
 }
 
-func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
+func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *readmodel.PairState) {
 	if !r.reserve(p, st) {
 		return
 	}
@@ -307,12 +310,12 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *PairState) {
 		msg := fmt.Sprintf("AttachVolume.Attach failed for volume %q: %v", p.volume, err)
 		r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, msg, r.events)
 		r.errs = append(r.errs, fmt.Errorf("in-tree attach of %s to node %s: %w", p.d.UniqueName, r.node.Name, err))
-		st.Phase = PhaseAttaching
+		st.Phase = readmodel.PhaseAttaching
 		st.Reason = msg
 		return
 	}
 	klog.FromContext(ctx).V(2).Info("Attached in-tree volume", "uniqueName", p.d.UniqueName, "pod", p.podRef(), "devicePath", devicePath)
-	st.Phase = PhaseAttached
+	st.Phase = readmodel.PhaseAttached
 }
 
 // memoryVolume names a pair's volume for memory: its ReadWriteOnce reservation, create
@@ -325,7 +328,7 @@ var memoryVolume = actual.Identity.Key
 // reserves the volume (its unique name) for this node while the attach is in flight; on a
 // conflict it reports one FailedAttachVolume Event per waiting pod and registers the node to
 // be woken when the other attachment is gone.
-func (r *nodeRun) reserve(p *pair, st *PairState) bool {
+func (r *nodeRun) reserve(p *pair, st *readmodel.PairState) bool {
 	if p.d.MultiAttachAllowed {
 		return true
 	}
@@ -335,7 +338,7 @@ func (r *nodeRun) reserve(p *pair, st *PairState) bool {
 		return true
 	}
 	r.waiting[key.Name] = true
-	st.Phase = PhaseMultiAttach
+	st.Phase = readmodel.PhaseMultiAttach
 	st.Reason = migration.MultiAttachReason(other)
 	r.c.eventOnce(r.node.Name, p.podObject, p.podKey, v1.EventTypeWarning, ReasonFailedAttach, multiAttachMessage(p), r.events)
 	return false
@@ -370,3 +373,56 @@ func holdReason(d *migration.Decision) (reason, eventType string) {
 	}
 	return ReasonDecisionError, v1.EventTypeWarning
 }
+
+// Event reasons. Operators search Events by reason; the README lists what each means and
+// what to do.
+const (
+	// ReasonFailedAttach is upstream's reason for attach failures and Multi-Attach errors.
+	ReasonFailedAttach = "FailedAttachVolume"
+	// ReasonWaitingForNode: the node has not reported its migration state yet.
+	ReasonWaitingForNode = "WaitingForNodeMigrationState"
+	// ReasonWaitingForDriver: the node's CSINode does not list the CSI driver the volume goes
+	// through yet (its node plugin has not registered); no VolumeAttachment until it does.
+	ReasonWaitingForDriver = "WaitingForDriverRegistration"
+	// ReasonWaitingForClaim: the pod's claim is missing, unbound, or bound to a missing PV.
+	ReasonWaitingForClaim = "WaitingForVolumeBinding"
+	// ReasonDecisionError: the attach cannot be decided safely (bad volume, version skew).
+	ReasonDecisionError = "AttachDecisionError"
+	// ReasonNoInTreeAttacher: the node is not migrated and no in-tree attacher is available.
+	ReasonNoInTreeAttacher = "InTreeAttacherUnavailable"
+	// ReasonForcedDetach: a volume still reported in use was detached because its node is out
+	// of service, not Ready for too long, or deleted.
+	ReasonForcedDetach = "ForcedDetach"
+)
+
+// eventOnce records an Event on the pod (or node) of a node's reconcile unless the same pod already got the same reason with
+// the same message from this controller: one Event per pod and reason, not one per retry.
+// active collects the keys that are still current, so the memory is dropped once the
+// condition clears.
+func (c *Controller) eventOnce(node string, obj func() runtime.Object, podKey, eventType, reason, message string, active map[eventKey]bool) {
+	k := eventKey{Pod: podKey, Reason: reason}
+	active[k] = true
+	if c.mem.EventChanged(node, k, message) {
+		c.recorder.Event(obj(), eventType, reason, message)
+	}
+}
+
+// newBackoff is the retry schedule of one held pair (Options.Backoff), on the controller's
+// clock so that tests drive it.
+func (c *Controller) newBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.opts.Backoff.InitialInterval,
+		RandomizationFactor: c.opts.Backoff.RandomizationFactor,
+		Multiplier:          c.opts.Backoff.Multiplier,
+		MaxInterval:         c.opts.Backoff.MaxInterval,
+		MaxElapsedTime:      0, // held pairs are retried for as long as they are held
+		Stop:                backoff.Stop,
+		Clock:               clockAdapter{c.opts.Clock},
+	}
+	b.Reset()
+	return b
+}
+
+type clockAdapter struct{ c interface{ Now() time.Time } }
+
+func (a clockAdapter) Now() time.Time { return a.c.Now() }

@@ -10,8 +10,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
@@ -19,19 +19,19 @@ import (
 // each with two gce-pd volumes.
 type bigView struct {
 	nodes []migration.NodeObjects
-	pairs []adc.PairState
+	pairs []readmodel.PairState
 }
 
-func (v *bigView) Snapshot() []adc.PairState             { return v.pairs }
-func (v *bigView) RecentOperations() []adc.Operation     { return nil }
-func (v *bigView) Config() migration.Config              { return migration.DefaultConfig() }
-func (v *bigView) ManagedNodes() []migration.NodeObjects { return v.nodes }
+func (v *bigView) Snapshot() []readmodel.PairState         { return v.pairs }
+func (v *bigView) RecentOperations() []readmodel.Operation { return nil }
+func (v *bigView) Config() migration.Config                { return migration.DefaultConfig() }
+func (v *bigView) ManagedNodes() []migration.NodeObjects   { return v.nodes }
 
 // OtherController implements rollout.ControllerView: none seen.
-func (v *bigView) OtherController() adc.OtherController { return adc.OtherController{} }
+func (v *bigView) OtherController() readmodel.OtherController { return readmodel.OtherController{} }
 
-func (v *bigView) RecentFlips() []adc.NodeFlip         { return nil }
-func (v *bigView) OperationsUnderWay() []adc.Operation { return nil }
+func (v *bigView) RecentFlips() []readmodel.NodeFlip         { return nil }
+func (v *bigView) OperationsUnderWay() []readmodel.Operation { return nil }
 
 func newBigView(n int) *bigView {
 	v := &bigView{}
@@ -47,8 +47,8 @@ func newBigView(n int) *bigView {
 		}
 		v.nodes = append(v.nodes, migration.NodeObjects{Name: name, Node: node, CSINode: cn})
 		for j := 0; j < 2; j++ {
-			v.pairs = append(v.pairs, adc.PairState{Node: name, Pod: fmt.Sprintf("ns/pod-%d-%d", i, j), Volume: "data", PV: fmt.Sprintf("pv-%d-%d", i, j),
-				Plugin: "kubernetes.io/gce-pd", Mechanism: mech, Phase: adc.PhaseAttached})
+			v.pairs = append(v.pairs, readmodel.PairState{Node: name, Pod: fmt.Sprintf("ns/pod-%d-%d", i, j), Volume: "data", PV: fmt.Sprintf("pv-%d-%d", i, j),
+				Plugin: "kubernetes.io/gce-pd", Mechanism: mech, Phase: readmodel.PhaseAttached})
 		}
 	}
 	return v

@@ -39,12 +39,26 @@ type ExplainSource func(ctx context.Context, t explain.Target) (explain.Report, 
 // both optional as for `adc preflight`) and PreflightAPIPath (the same report as JSON), and
 // GET ExplainPath?pod=NAMESPACE/NAME or ?pv=NAME and ExplainAPIPath. Both read the cluster
 // on each request (their sources may cache), so the pages refresh only every minute.
+//
+// Explanations show storage details of one namespace, so each is answered only to a user
+// who may get pods in that namespace (and, for a PersistentVolume, get persistentvolumes),
+// and at most maxConcurrentExplains at a time: past that, 429.
 func RegisterChecks(srv *server.Server, pre PreflightSource, exp ExplainSource) {
 	srv.Handle("GET "+PreflightPath, preflightHandler(pre, false))
 	srv.Handle("GET "+PreflightAPIPath, preflightHandler(pre, true))
-	srv.Handle("GET "+ExplainPath, explainHandler(exp, false))
-	srv.Handle("GET "+ExplainAPIPath, explainHandler(exp, true))
+	limit := make(chan struct{}, maxConcurrentExplains)
+	srv.Handle("GET "+ExplainPath, explainHandler(exp, false, limit, server.AllowedTo))
+	srv.Handle("GET "+ExplainAPIPath, explainHandler(exp, true, limit, server.AllowedTo))
 }
+
+// maxConcurrentExplains bounds the explanations computed at once, page and API together:
+// each reads a namespace and the cluster-scoped objects, so parallel requests from one
+// dashboard user must not load the leader (or, on a standby, the API server).
+const maxConcurrentExplains = 4
+
+// accessCheck says whether the request's user may verb the resource in namespace
+// (server.AllowedTo; tests pass their own).
+type accessCheck func(r *http.Request, verb, group, resource, namespace string) error
 
 // preflightOptions reads ?plugin= (repeatable or comma-separated) and ?to=.
 func preflightOptions(r *http.Request) (preflight.Options, error) {
@@ -105,11 +119,30 @@ func explainTarget(r *http.Request) (explain.Target, error) {
 	return explain.Target{}, errors.New("say what to explain: ?pod=NAMESPACE/NAME or ?pv=NAME")
 }
 
-func explainHandler(source ExplainSource, asJSON bool) http.Handler {
+func explainHandler(source ExplainSource, asJSON bool, limit chan struct{}, allowed accessCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := explainTarget(r)
 		if err != nil {
 			http.Error(w, "bad explain query: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		// Before any read: a user who may not see the namespace learns nothing, not even
+		// whether the pod exists.
+		if t.Kind == explain.KindPV {
+			err = allowed(r, "get", "", "persistentvolumes", "")
+		} else {
+			err = allowed(r, "get", "", "pods", t.Namespace)
+		}
+		if err != nil {
+			accessDenied(w, r, err)
+			return
+		}
+		select {
+		case limit <- struct{}{}:
+			defer func() { <-limit }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many explanations under way; retry in a moment", http.StatusTooManyRequests)
 			return
 		}
 		report, err := source(r.Context(), t)
@@ -122,6 +155,14 @@ func explainHandler(source ExplainSource, asJSON bool) http.Handler {
 			http.Error(w, "explain failed: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		// A volume's pods are known only once it is read: the user must also be allowed to
+		// see their namespace.
+		for ns := range podNamespaces(report) {
+			if err := allowed(r, "get", "", "pods", ns); err != nil {
+				accessDenied(w, r, err)
+				return
+			}
+		}
 		if asJSON {
 			respond(w, r, "the explanation", jsonType, func(buf *bytes.Buffer) error { return explain.RenderJSON(buf, report) })
 			return
@@ -131,4 +172,25 @@ func explainHandler(source ExplainSource, asJSON bool) http.Handler {
 			return nil
 		})
 	})
+}
+
+// podNamespaces are the namespaces of the pods a report shows.
+func podNamespaces(r explain.Report) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range r.Pods {
+		out[p.Namespace] = true
+	}
+	return out
+}
+
+// accessDenied answers a refused access check: 403, or 503 when no authorizer could answer.
+func accessDenied(w http.ResponseWriter, r *http.Request, err error) {
+	var access *server.AccessError
+	if errors.As(err, &access) && access.Unavailable {
+		klog.FromContext(r.Context()).Error(err, "Checking the user's access for an explanation failed")
+		http.Error(w, "checking access failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	klog.FromContext(r.Context()).V(4).Info("Explanation forbidden", "reason", err.Error())
+	http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
 }

@@ -41,7 +41,7 @@ var NotExposed = []string{
 }
 
 // Build explains the target from a cluster read (Read) at time now. It is pure.
-func Build(opts Options, t Target, cl Cluster, now time.Time) Report {
+func Build(opts Options, t Target, cl plan.Cluster, now time.Time) Report {
 	if opts.MaxWaitForUnmount <= 0 {
 		opts.MaxWaitForUnmount = DefaultMaxWaitForUnmount
 	}
@@ -88,7 +88,7 @@ type builder struct {
 	now  time.Time
 	idx  *migration.ObjectIndex
 	vas  map[string]*storagev1.VolumeAttachment
-	cl   Cluster
+	cl   plan.Cluster
 	// rules are the detach rules in force (DetachPolicies and the built-in rule).
 	rules *migration.DetachPolicies
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/plan"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
@@ -22,8 +23,8 @@ const (
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-// world builds a Cluster.
-type world struct{ Cluster }
+// world builds a plan.Cluster.
+type world struct{ plan.Cluster }
 
 func (w *world) node(name string, ready bool, since time.Time, taints ...v1.Taint) *world {
 	status := v1.ConditionTrue

@@ -6,7 +6,7 @@
 // forced detach would happen. It backs `adc explain` and the dashboard's /explain page with
 // its JSON API.
 //
-// Read lists only what the target needs, with calls the controller's own role allows; Build
+// Read reads only what the target needs, through the reader plan uses (pkg/plan); Build
 // is pure and decides with the migration engine (pkg/migration) exactly as the controller
 // does. A running controller's memory (held pairs with their retries, problems, recent
 // operations) comes from its rollout report, which /api/v1/rollout serves.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/rollout/rollouttest"
 )
@@ -81,8 +82,8 @@ func TestGrafanaBoardQueriesRegisteredMetrics(t *testing.T) {
 	view := rollouttest.Fixture()
 	m.SetSource(func() rollout.ControllerView { return view })
 	defer m.SetSource(nil)
-	m.OperationCompleted(adc.Operation{Kind: adc.OperationAttach, Plugin: "kubernetes.io/gce-pd", Duration: time.Second})
-	m.ForcedDetach(adc.ForcedDetachNodeDeleted)
+	m.OperationCompleted(readmodel.Operation{Kind: readmodel.OperationAttach, Plugin: "kubernetes.io/gce-pd", Duration: time.Second})
+	m.ForcedDetach(readmodel.ForcedDetachNodeDeleted)
 	m.NodeFlip("kubernetes.io/gce-pd")
 	client := fake.NewClientset()
 	if _, err := adc.New(client, nil, informers.NewSharedInformerFactory(client, 0), adc.Options{}); err != nil {

@@ -11,7 +11,7 @@ import (
 	k8smetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 
-	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/rollout/rollouttest"
 )
@@ -27,14 +27,14 @@ func newFixtureMetrics(t *testing.T) (*Metrics, k8smetrics.KubeRegistry) {
 	}
 	view := rollouttest.Fixture()
 	// kube-controller-manager's attach/detach controller seen writing: adc is fenced.
-	view.Other = adc.OtherController{Fenced: true, Manager: "kube-controller-manager", Object: "VolumeAttachment",
-		Writes: []adc.OtherControllerWrites{{Manager: "kube-controller-manager", Object: "VolumeAttachment", Count: 3}}}
+	view.Other = readmodel.OtherController{Fenced: true, Manager: "kube-controller-manager", Object: "VolumeAttachment",
+		Writes: []readmodel.OtherControllerWrites{{Manager: "kube-controller-manager", Object: "VolumeAttachment", Count: 3}}}
 	m.source.now = func() time.Time { return rollouttest.Now }
 	m.SetSource(func() rollout.ControllerView { return view })
 	for _, op := range view.Ops {
 		m.OperationCompleted(op)
 	}
-	m.ForcedDetach(adc.ForcedDetachOutOfService)
+	m.ForcedDetach(readmodel.ForcedDetachOutOfService)
 	return m, reg
 }
 
@@ -284,8 +284,8 @@ func TestHostAlreadyRegistered(t *testing.T) {
 			if err := New().Register(reg); err != nil {
 				t.Fatalf("second Register: %v", err)
 			}
-			m.OperationCompleted(adc.Operation{Kind: adc.OperationAttach, Plugin: "kubernetes.io/gce-pd", Duration: time.Second})
-			m.ForcedDetach(adc.ForcedDetachNotReady)
+			m.OperationCompleted(readmodel.Operation{Kind: readmodel.OperationAttach, Plugin: "kubernetes.io/gce-pd", Duration: time.Second})
+			m.ForcedDetach(readmodel.ForcedDetachNotReady)
 			if hv, ok := host.(*k8smetrics.HistogramVec); ok && tt.wantCounts {
 				if n, err := testutil.GetHistogramMetricCount(hv.WithLabelValues("kubernetes.io/gce-pd", "volume_attach", "success", "false")); err != nil || n != 1 {
 					t.Errorf("host histogram count = %d (%v), want adc's attach in it", n, err)
@@ -312,13 +312,13 @@ func TestLegacyIsRegisteredOnce(t *testing.T) {
 
 func TestPluginLabel(t *testing.T) {
 	tests := []struct {
-		pair adc.PairState
+		pair readmodel.PairState
 		want string
 	}{
-		{adc.PairState{Plugin: "kubernetes.io/gce-pd", Driver: "pd.csi.storage.gke.io"}, "kubernetes.io/gce-pd"},
-		{adc.PairState{Plugin: "kubernetes.io/csi", Driver: "nfs.csi.k8s.io"}, "kubernetes.io/csi:nfs.csi.k8s.io"},
-		{adc.PairState{Driver: "pd.csi.storage.gke.io"}, "kubernetes.io/csi:pd.csi.storage.gke.io"},
-		{adc.PairState{}, "N/A"},
+		{readmodel.PairState{Plugin: "kubernetes.io/gce-pd", Driver: "pd.csi.storage.gke.io"}, "kubernetes.io/gce-pd"},
+		{readmodel.PairState{Plugin: "kubernetes.io/csi", Driver: "nfs.csi.k8s.io"}, "kubernetes.io/csi:nfs.csi.k8s.io"},
+		{readmodel.PairState{Driver: "pd.csi.storage.gke.io"}, "kubernetes.io/csi:pd.csi.storage.gke.io"},
+		{readmodel.PairState{}, "N/A"},
 	}
 	for _, tt := range tests {
 		if got := PluginLabel(&tt.pair); got != tt.want {

@@ -6,7 +6,7 @@ import (
 
 	k8smetrics "k8s.io/component-base/metrics"
 
-	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // newOperationDuration returns upstream's storage_operation_duration_seconds histogram at the
@@ -47,15 +47,15 @@ func newNodeFlips() *k8smetrics.CounterVec {
 	}, []string{"plugin"})
 }
 
-var _ adc.Observer = (*Metrics)(nil)
+var _ readmodel.Observer = (*Metrics)(nil)
 
 // OperationCompleted records a finished attach or detach in storage_operation_duration_seconds
 // with upstream's labels: volume_plugin (the in-tree plugin for in-tree and migrated volumes,
 // kubernetes.io/csi:<driver> for native CSI), operation_name volume_attach|volume_detach,
 // status success|fail-unknown and migrated "true"|"false". It never blocks.
-func (m *Metrics) OperationCompleted(op adc.Operation) {
+func (m *Metrics) OperationCompleted(op readmodel.Operation) {
 	name := OperationAttach
-	if op.Kind == adc.OperationDetach {
+	if op.Kind == readmodel.OperationDetach {
 		name = OperationDetach
 	}
 	status := StatusSuccess

@@ -4,8 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 )
 
@@ -46,12 +46,12 @@ func (s *viewSource) clock() time.Time {
 // adc_decisions, the convention of storage_operation_duration_seconds: the in-tree plugin
 // name for in-tree volumes (whatever the mechanism, so a plugin's rollout is one label
 // value), kubernetes.io/csi:<driver> for native CSI volumes, N/A when unknown.
-func PluginLabel(p *adc.PairState) string {
+func PluginLabel(p *readmodel.PairState) string {
 	switch {
 	case p.Plugin != "" && p.Plugin != migration.CSIPluginName:
 		return p.Plugin
 	case p.Driver != "":
-		return adc.CSIPluginLabel(p.Driver)
+		return readmodel.CSIPluginLabel(p.Driver)
 	}
 	return UnknownPlugin
 }

@@ -5,8 +5,8 @@ import (
 
 	k8smetrics "k8s.io/component-base/metrics"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // upstreamCollector computes attachdetach_controller_total_volumes at scrape time. It is a
@@ -43,7 +43,7 @@ func (c *upstreamCollector) CollectWithStability(ch chan<- k8smetrics.Metric) {
 	type volumeOnNode struct{ node, volume string }
 	counts := map[string]*[2]int{}
 	seen := [2]map[volumeOnNode]bool{{}, {}}
-	add := func(state int, p *adc.PairState) {
+	add := func(state int, p *readmodel.PairState) {
 		key := volumeOnNode{p.Node, volumeID(p)}
 		if seen[state][key] {
 			return
@@ -61,7 +61,7 @@ func (c *upstreamCollector) CollectWithStability(ch chan<- k8smetrics.Metric) {
 			add(0, p)
 		}
 		switch p.Phase {
-		case adc.PhaseAttached, adc.PhaseDetaching, adc.PhaseDetachBlocked:
+		case readmodel.PhaseAttached, readmodel.PhaseDetaching, readmodel.PhaseDetachBlocked:
 			if p.Mechanism != migration.MechanismCSINoAttach && p.Mechanism != migration.MechanismNotAttachable {
 				add(1, p)
 			}
@@ -86,7 +86,7 @@ func needsAttach(m migration.Mechanism) bool {
 
 // volumeID identifies a pair's volume on its node: the attachment's unique name, else the
 // PV, else the pod volume (unresolved claims are counted once per pod volume).
-func volumeID(p *adc.PairState) string {
+func volumeID(p *readmodel.PairState) string {
 	switch {
 	case p.UniqueName != "":
 		return p.UniqueName

@@ -47,13 +47,6 @@ func ParseCSIUniqueName(unique string) (driver, volumeHandle string, ok bool) {
 	return driver, volumeHandle, ok && driver != "" && volumeHandle != ""
 }
 
-// MakeVolumeKey returns the mechanism-independent identity of a physical volume,
-// <driver>^<handle>, which Decision.VolumeKey carries so that a node flipping between in-tree
-// and CSI keeps its attachment instead of detaching and re-attaching (kubernetes#98687).
-func MakeVolumeKey(driver, volumeHandle string) string {
-	return driver + "^" + volumeHandle
-}
-
 // InTreeUniqueName returns the unique volume name of an in-tree attachable volume:
 // <plugin>/<volume id>, where the volume id is what the in-tree plugin's GetVolumeName returns.
 func InTreeUniqueName(plugin, volumeID string) string {

@@ -23,7 +23,7 @@ type Cluster struct {
 
 // List reads the cluster once, one List call per resource; it only reads.
 func List(ctx context.Context, c plan.Clients, cfg migration.Config) (Cluster, error) {
-	cl, err := plan.ListCluster(ctx, c, cfg, true)
+	cl, err := plan.ReadCluster(ctx, c, cfg, plan.Scope{VolumeAttachments: true})
 	if err != nil {
 		return Cluster{}, fmt.Errorf("preflight: %w", err)
 	}

@@ -21,7 +21,7 @@ import (
 // ReadWriteOnce volume not attached to its pod's node while a VolumeAttachment or node status
 // shows it attached to another node.
 func FromCluster(ctx context.Context, c plan.Clients, cfg migration.Config) (Report, error) {
-	cl, err := plan.ListCluster(ctx, c, cfg, true)
+	cl, err := plan.ReadCluster(ctx, c, cfg, plan.Scope{VolumeAttachments: true})
 	if err != nil {
 		return Report{}, fmt.Errorf("computing rollout status: %w", err)
 	}

@@ -4,31 +4,30 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // ControllerView is the part of *adc.Controller a rollout report reads. It is an interface
-// so tests (and the metrics collector's tests) can use a fixed snapshot.
+// so tests (and the metrics collector's tests) can use a fixed snapshot, and so that this
+// package reads the controller's state without importing it.
 type ControllerView interface {
 	// Snapshot returns every pair's current state.
-	Snapshot() []adc.PairState
+	Snapshot() []readmodel.PairState
 	// RecentOperations returns the last finished operations, newest first.
-	RecentOperations() []adc.Operation
+	RecentOperations() []readmodel.Operation
 	// OperationsUnderWay returns the attaches and detaches requested and not ended yet.
-	OperationsUnderWay() []adc.Operation
+	OperationsUnderWay() []readmodel.Operation
 	// Config returns the migration configuration the controller decides with.
 	Config() migration.Config
 	// ManagedNodes returns the managed nodes with their migration objects.
 	ManagedNodes() []migration.NodeObjects
 	// RecentFlips returns the last nodes that reported a plugin migrated or no longer
 	// migrated, newest first.
-	RecentFlips() []adc.NodeFlip
+	RecentFlips() []readmodel.NodeFlip
 	// OtherController returns what adc saw of another attach/detach controller.
-	OtherController() adc.OtherController
+	OtherController() readmodel.OtherController
 }
-
-var _ ControllerView = (*adc.Controller)(nil)
 
 // FromController builds the report of a running controller at time now.
 func FromController(view ControllerView, now time.Time) Report {
@@ -53,7 +52,7 @@ func FromController(view ControllerView, now time.Time) Report {
 // FromSnapshot builds a controller report from state the caller already read, so a caller
 // that also needs the raw pairs (the metrics collector) reads the controller only once.
 // ops may be nil.
-func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []adc.PairState, ops []adc.Operation, now time.Time) Report {
+func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []readmodel.PairState, ops []readmodel.Operation, now time.Time) Report {
 	r := newReport(SourceController, cfg, now)
 	r.NodesManaged = len(nodes)
 	var states nodeStates
@@ -66,8 +65,8 @@ func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []a
 		}
 		r.VolumesByMechanism[p.Mechanism]++
 		facts = append(facts, pairFacts{node: p.Node, pod: p.Pod, volume: p.Volume, pv: p.PV, plugin: p.Plugin,
-			mechanism: p.Mechanism, held: p.Phase == adc.PhaseHeld})
-		if p.Phase == adc.PhaseHeld {
+			mechanism: p.Mechanism, held: p.Phase == readmodel.PhaseHeld})
+		if p.Phase == readmodel.PhaseHeld {
 			r.Held = append(r.Held, HeldPair{
 				Node: p.Node, Pod: p.Pod, Volume: p.Volume, PV: p.PV, Plugin: p.Plugin,
 				Mechanism: p.Mechanism, Reason: p.Reason, Retries: p.Retries,
@@ -95,9 +94,9 @@ func FromSnapshot(cfg migration.Config, nodes []migration.NodeObjects, pairs []a
 
 // problemKind classifies a pair as a problem: a multi-attach block, or version skew (an
 // error decision for a plugin whose migration is off on a node that reports it migrated).
-func problemKind(cfg *migration.Config, states nodeStates, p *adc.PairState) (ProblemKind, bool) {
+func problemKind(cfg *migration.Config, states nodeStates, p *readmodel.PairState) (ProblemKind, bool) {
 	switch {
-	case p.Phase == adc.PhaseMultiAttach:
+	case p.Phase == readmodel.PhaseMultiAttach:
 		return ProblemMultiAttach, true
 	case p.Mechanism == migration.MechanismError && isSkew(cfg, states, p.Node, p.Plugin, p.Reason):
 		return ProblemVersionSkew, true

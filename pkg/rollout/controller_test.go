@@ -11,9 +11,13 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/pkg/rollout/rollouttest"
 )
+
+// The controller is a ControllerView; checked here because the package does not import it.
+var _ rollout.ControllerView = (*adc.Controller)(nil)
 
 func plugin(t *testing.T, r rollout.Report, name string) rollout.PluginRollout {
 	t.Helper()
@@ -94,7 +98,7 @@ func TestFromControllerOperations(t *testing.T) {
 	// A busy controller's ring is cut to MaxOperations, newest first.
 	v.Ops = nil
 	for i := 0; i < rollout.MaxOperations+20; i++ {
-		v.Ops = append(v.Ops, adc.Operation{Kind: adc.OperationAttach, Node: "n", Started: rollouttest.Now.Add(-time.Duration(i) * time.Second)})
+		v.Ops = append(v.Ops, readmodel.Operation{Kind: readmodel.OperationAttach, Node: "n", Started: rollouttest.Now.Add(-time.Duration(i) * time.Second)})
 	}
 	r = rollout.FromController(v, rollouttest.Now)
 	if len(r.Operations) != rollout.MaxOperations || !r.Operations[0].Time.Equal(rollouttest.Now) {

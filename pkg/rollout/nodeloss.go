@@ -1,8 +1,8 @@
 package rollout
 
 import (
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/plan"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // NodeLossVolume is plan's row: a volume of a node that is not Ready and what its detach rule
@@ -10,7 +10,7 @@ import (
 type NodeLossVolume = plan.NodeLossVolume
 
 // nodeLossFromPairs lists the controller's pairs and attachments on nodes that are not Ready.
-func nodeLossFromPairs(pairs []adc.PairState) []NodeLossVolume {
+func nodeLossFromPairs(pairs []readmodel.PairState) []NodeLossVolume {
 	out := []NodeLossVolume{}
 	for i := range pairs {
 		p := &pairs[i]

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // OtherController is what the leader saw of another attach/detach controller writing what
@@ -38,7 +38,7 @@ type OtherController struct {
 
 // otherControllerRecord returns the report's record of another controller, nil when adc has
 // seen none since it started.
-func otherControllerRecord(o adc.OtherController) *OtherController {
+func otherControllerRecord(o readmodel.OtherController) *OtherController {
 	if o.Manager == "" {
 		return nil
 	}

@@ -57,7 +57,7 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer) http.Hand
 		attrs := authorizer.AttributesRecord{User: u, Verb: strings.ToLower(req.Method), Path: req.URL.Path}
 		decision, reason, err := authz.Authorize(ctx, attrs)
 		if decision == authorizer.DecisionAllow {
-			next.ServeHTTP(w, req)
+			next.ServeHTTP(w, req.WithContext(withAuthorizer(ctx, authz)))
 			return
 		}
 		if err != nil {

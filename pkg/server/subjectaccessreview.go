@@ -41,11 +41,17 @@ func newAccessReviewer(client authorizationclient.SubjectAccessReviewInterface, 
 	}
 }
 
-// Authorize asks about a non-resource request (adc serves no API resources).
+// Authorize asks about a request for a path (adc serves no API resources) or, for the pages
+// that show cluster objects (AllowedTo), about the API resource the page reads for its user.
 func (r *accessReviewer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: attr.GetPath(), Verb: attr.GetVerb()},
 	}}
+	if attr.IsResourceRequest() {
+		review.Spec.NonResourceAttributes = nil
+		review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Namespace: attr.GetNamespace(), Verb: attr.GetVerb(),
+			Group: attr.GetAPIGroup(), Version: attr.GetAPIVersion(), Resource: attr.GetResource(), Subresource: attr.GetSubresource(), Name: attr.GetName()}
+	}
 	if u := attr.GetUser(); u != nil {
 		review.Spec.User, review.Spec.UID, review.Spec.Groups = u.GetName(), u.GetUID(), u.GetGroups()
 		if extra := u.GetExtra(); extra != nil {

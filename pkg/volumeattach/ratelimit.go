@@ -98,17 +98,12 @@ func (d door) Stop() {}
 
 func (d door) QPS() float32 { return d.p.qps }
 
-// PrioritizedConfigs splits one client budget of qps/burst into two rest.Configs that share
+// PrioritizedBudget splits one client budget of qps/burst into two rest.Configs that share
 // it: normal for everything, and priority for the node status writer. Both speak protobuf to
 // the API server, as kube-controller-manager does: it costs the API server and adc less CPU
-// than JSON at scale (dynamic clients built from them switch back to JSON themselves).
-func PrioritizedConfigs(cfg *rest.Config, qps float32, burst int) (normal, priority *rest.Config) {
-	normal, priority, _ = PrioritizedBudget(cfg, qps, burst)
-	return normal, priority
-}
-
-// PrioritizedBudget is PrioritizedConfigs that also returns the shared limiter, for
-// adc.Options.APIBudget: the controller asks it whether the budget is spent.
+// than JSON at scale (dynamic clients built from them switch back to JSON themselves). The
+// shared limiter is for adc.Options.APIBudget: the controller asks it whether the budget is
+// spent.
 func PrioritizedBudget(cfg *rest.Config, qps float32, burst int) (normal, priority *rest.Config, budget *PriorityLimiter) {
 	p := NewPriorityLimiter(qps, burst)
 	cfg = rest.CopyConfig(cfg)

@@ -10,8 +10,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // Script is the hostile payload planted in cluster data.
@@ -22,29 +22,35 @@ var Now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // View is a fixed rollout.ControllerView.
 type View struct {
-	Pairs []adc.PairState
-	Ops   []adc.Operation
+	Pairs []readmodel.PairState
+	Ops   []readmodel.Operation
 	Cfg   migration.Config
 	Nodes []migration.NodeObjects
-	Flips []adc.NodeFlip
+	Flips []readmodel.NodeFlip
 	// Other is what the view says it saw of another attach/detach controller.
-	Other adc.OtherController
+	Other readmodel.OtherController
 }
 
 // OtherController implements rollout.ControllerView.
-func (v *View) OtherController() adc.OtherController { return v.Other }
+func (v *View) OtherController() readmodel.OtherController { return v.Other }
 
 // RecentFlips returns the fixed flips.
-func (v *View) RecentFlips() []adc.NodeFlip { return append([]adc.NodeFlip(nil), v.Flips...) }
+func (v *View) RecentFlips() []readmodel.NodeFlip {
+	return append([]readmodel.NodeFlip(nil), v.Flips...)
+}
 
 // OperationsUnderWay implements rollout.ControllerView: none.
-func (v *View) OperationsUnderWay() []adc.Operation { return nil }
+func (v *View) OperationsUnderWay() []readmodel.Operation { return nil }
 
 // Snapshot returns the fixed pairs (a copy, as the controller does).
-func (v *View) Snapshot() []adc.PairState { return append([]adc.PairState(nil), v.Pairs...) }
+func (v *View) Snapshot() []readmodel.PairState {
+	return append([]readmodel.PairState(nil), v.Pairs...)
+}
 
 // RecentOperations returns the fixed operations.
-func (v *View) RecentOperations() []adc.Operation { return append([]adc.Operation(nil), v.Ops...) }
+func (v *View) RecentOperations() []readmodel.Operation {
+	return append([]readmodel.Operation(nil), v.Ops...)
+}
 
 // Config returns the fixed configuration.
 func (v *View) Config() migration.Config { return v.Cfg }
@@ -92,40 +98,40 @@ func Fixture() *View {
 			{Name: "node-c", CSINode: csiNode("node-c", "")},
 			{Name: "node-d"},
 		},
-		Pairs: []adc.PairState{
+		Pairs: []readmodel.PairState{
 			{Node: "node-a", Pod: "db/pg-0", Volume: "config", Plugin: "kubernetes.io/configmap", Mechanism: migration.MechanismNotAttachable,
-				Phase: adc.PhaseNotNeeded, Since: at(-time.Hour)},
+				Phase: readmodel.PhaseNotNeeded, Since: at(-time.Hour)},
 			{Node: "node-a", Pod: "db/pg-0", Volume: "data", PV: "pv-a", Plugin: gce, Driver: gceCSI, Mechanism: migration.MechanismCSI,
-				Phase: adc.PhaseAttached, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", VolumeAttachment: "csi-a", Since: at(-time.Hour)},
+				Phase: readmodel.PhaseAttached, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", VolumeAttachment: "csi-a", Since: at(-time.Hour)},
 			{Node: "node-a", Pod: "web/app-0", Volume: "cache", PV: "pv-ebs", Plugin: ebs, Driver: "ebs.csi.aws.com", Mechanism: migration.MechanismError,
-				Phase: adc.PhaseHeld, Retries: 3, NextRetry: at(4 * time.Second), Since: at(-90 * time.Second),
+				Phase: readmodel.PhaseHeld, Retries: 3, NextRetry: at(4 * time.Second), Since: at(-90 * time.Second),
 				Reason: `version skew: node "node-a" reports kubernetes.io/aws-ebs as migrated to CSI but adc has migration of kubernetes.io/aws-ebs off`},
 			{Node: "node-b", Pod: "db/pg-1", Volume: "data", PV: "pv-b", Plugin: gce, Driver: gceCSI, Mechanism: migration.MechanismCSI,
-				Phase: adc.PhaseAttached, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-b", VolumeAttachment: "csi-b", Since: at(-10 * time.Minute)},
+				Phase: readmodel.PhaseAttached, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-b", VolumeAttachment: "csi-b", Since: at(-10 * time.Minute)},
 			{Node: "node-b", Pod: "web/app-2", Volume: "data", PV: "pv-a", Plugin: gce, Driver: gceCSI, Mechanism: migration.MechanismCSI,
-				Phase: adc.PhaseMultiAttach, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", Since: at(-2 * time.Minute),
+				Phase: readmodel.PhaseMultiAttach, UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", Since: at(-2 * time.Minute),
 				Reason: `volume is ReadWriteOnce and still attached to node "node-a"; it is attached here as soon as that attachment is gone`},
 			{Node: "node-c", Pod: "web/app-1", Volume: "cache", PV: "pv-c", Plugin: gce, Driver: gceCSI, Mechanism: migration.MechanismInTree,
-				Phase: adc.PhaseHeld, Retries: 1, NextRetry: at(2 * time.Second), Since: at(-30 * time.Second), UniqueName: "kubernetes.io/gce-pd/disk-c",
+				Phase: readmodel.PhaseHeld, Retries: 1, NextRetry: at(2 * time.Second), Since: at(-30 * time.Second), UniqueName: "kubernetes.io/gce-pd/disk-c",
 				Reason: `node "node-c" is not migrated for kubernetes.io/gce-pd and this adc has no in-tree attacher`},
 			{Node: "node-c", Pod: "web/app-1", Volume: "shared", PV: "pv-nfs", Plugin: migration.CSIPluginName, Driver: "nfs.csi.k8s.io",
-				Mechanism: migration.MechanismCSINoAttach, Phase: adc.PhaseNotNeeded, Since: at(-time.Hour)},
-			{Node: "node-c", PV: "pv-old", Driver: gceCSI, Mechanism: migration.MechanismCSI, Phase: adc.PhaseDetachBlocked,
+				Mechanism: migration.MechanismCSINoAttach, Phase: readmodel.PhaseNotNeeded, Since: at(-time.Hour)},
+			{Node: "node-c", PV: "pv-old", Driver: gceCSI, Mechanism: migration.MechanismCSI, Phase: readmodel.PhaseDetachBlocked,
 				UniqueName: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-old", VolumeAttachment: "csi-old", Since: at(-5 * time.Minute),
 				Reason: "the kubelet reports the volume in use"},
 			{Node: "node-d", Pod: "db/pg-2", Volume: "data", PV: "pv-d", Plugin: gce, Driver: gceCSI, Mechanism: migration.MechanismWait,
-				Phase: adc.PhaseHeld, Retries: 5, NextRetry: at(10 * time.Second), Since: at(-5 * time.Minute),
+				Phase: readmodel.PhaseHeld, Retries: 5, NextRetry: at(10 * time.Second), Since: at(-5 * time.Minute),
 				Reason: `CSINode "node-d" does not exist yet, so adc cannot tell whether kubernetes.io/gce-pd is migrated on node "node-d"`},
 		},
-		Ops: []adc.Operation{
-			{Kind: adc.OperationAttach, Node: "node-b", Volume: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-b", Plugin: gce, Mechanism: migration.MechanismCSI,
+		Ops: []readmodel.Operation{
+			{Kind: readmodel.OperationAttach, Node: "node-b", Volume: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-b", Plugin: gce, Mechanism: migration.MechanismCSI,
 				Migrated: true, Started: at(-20 * time.Second), Duration: 300 * time.Millisecond, Err: "rpc error: code = Internal desc = " + Script},
-			{Kind: adc.OperationDetach, Node: "node-c", Volume: "kubernetes.io/csi/nfs.csi.k8s.io^old", Plugin: adc.CSIPluginLabel("nfs.csi.k8s.io"),
+			{Kind: readmodel.OperationDetach, Node: "node-c", Volume: "kubernetes.io/csi/nfs.csi.k8s.io^old", Plugin: readmodel.CSIPluginLabel("nfs.csi.k8s.io"),
 				Mechanism: migration.MechanismCSI, Started: at(-40 * time.Second), Duration: 2 * time.Second},
-			{Kind: adc.OperationAttach, Node: "node-a", Volume: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", Plugin: gce, Mechanism: migration.MechanismCSI,
+			{Kind: readmodel.OperationAttach, Node: "node-a", Volume: "kubernetes.io/csi/pd.csi.storage.gke.io^disk-a", Plugin: gce, Mechanism: migration.MechanismCSI,
 				Migrated: true, Started: at(-60 * time.Second), Duration: 1500 * time.Millisecond},
 		},
-		Flips: []adc.NodeFlip{
+		Flips: []readmodel.NodeFlip{
 			{Time: at(-5 * time.Second), Node: "node-b", Plugin: gce, Migrated: true},
 			{Time: at(-90 * time.Second), Node: "node-c" + Script, Plugin: gce, Migrated: false},
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -69,14 +70,14 @@ func TestBadInputKeepsControllerRunning(t *testing.T) {
 		e.pod("gce", node, []string{e.boundClaim(e.gcePV("gce", pd, "us-central1-a"))})
 		handle := gceHandle("us-central1-a", pd)
 		e.eventually("migrated gce-pd volume attached through CSI", 10*time.Second, e.listedOnNode(node, csiUnique(gceDriver, handle)))
-		e.pairIs(ctrl.Controller, node, "gce", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSI && s.Phase == adc.PhaseAttached && s.VolumeAttachment == vaName(handle, gceDriver, node)
+		e.pairIs(ctrl.Controller, node, "gce", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSI && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == vaName(handle, gceDriver, node)
 		})
 	})
 	t.Run("untranslatable PV is an error with one Event", func(t *testing.T) {
 		e := e.withT(t)
-		e.pairIs(ctrl.Controller, node, "badpv", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismError && s.Phase == adc.PhaseHeld
+		e.pairIs(ctrl.Controller, node, "badpv", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismError && s.Phase == readmodel.PhaseHeld
 		})
 		msg := e.oneWarningEvent(e.ns, "badpv", adc.ReasonDecisionError, 500*time.Millisecond)
 		if !strings.Contains(msg, badPV.Name) || !strings.Contains(msg, "zone") {
@@ -85,8 +86,8 @@ func TestBadInputKeepsControllerRunning(t *testing.T) {
 	})
 	t.Run("unbound claim waits", func(t *testing.T) {
 		e := e.withT(t)
-		e.pairIs(ctrl.Controller, node, "unbound", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismWait && s.Phase == adc.PhaseHeld && strings.Contains(s.Reason, "not bound")
+		e.pairIs(ctrl.Controller, node, "unbound", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismWait && s.Phase == readmodel.PhaseHeld && strings.Contains(s.Reason, "not bound")
 		})
 	})
 	t.Run("attachError becomes one FailedAttachVolume Event", func(t *testing.T) {
@@ -103,8 +104,8 @@ func TestBadInputKeepsControllerRunning(t *testing.T) {
 		if !strings.Contains(msg, failMsg) {
 			t.Errorf("FailedAttachVolume message %q does not carry the external-attacher's error %q", msg, failMsg)
 		}
-		s := e.pairIs(ctrl.Controller, node, "failing", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Phase == adc.PhaseAttaching
+		s := e.pairIs(ctrl.Controller, node, "failing", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Phase == readmodel.PhaseAttaching
 		})
 		if !strings.Contains(s.Reason, failMsg) {
 			t.Errorf("snapshot reason %q does not carry the attach error", s.Reason)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -45,7 +46,7 @@ func TestCSIPersistentVolumeEndToEnd(t *testing.T) {
 	e.eventually("volume listed in node status", 10*time.Second, e.listedOnNode(node, unique))
 	e.eventually("pair attached in snapshot", 5*time.Second, func() (bool, string) {
 		s, ok := pairState(ctrl.Controller, node, e.ns+"/app", "data-0")
-		return ok && s.Phase == adc.PhaseAttached && s.Mechanism == "csi" && s.VolumeAttachment == name, s.Reason + " " + string(s.Phase)
+		return ok && s.Phase == readmodel.PhaseAttached && s.Mechanism == "csi" && s.VolumeAttachment == name, s.Reason + " " + string(s.Phase)
 	})
 	if n := len(e.vasOnNode(node)); n != 1 {
 		t.Errorf("%d VolumeAttachments on the node, want exactly 1", n)
@@ -68,10 +69,10 @@ func TestCSINodeMissingThenCreated(t *testing.T) {
 
 	// Each look steps the clock past the backoff cap (2 s here), so the pair's scheduled retry
 	// comes due and runs; done once two have run and the next is not due.
-	var held adc.PairState
+	var held readmodel.PairState
 	e.eventually("pair held in wait with retries", 10*time.Second, func() (bool, string) {
 		s, ok := pairState(ctrl.Controller, node, e.ns+"/app", "data-0")
-		if ok && s.Mechanism == "wait" && s.Phase == adc.PhaseHeld && s.Retries >= 2 && s.NextRetry.After(clock.Now()) {
+		if ok && s.Mechanism == "wait" && s.Phase == readmodel.PhaseHeld && s.Retries >= 2 && s.NextRetry.After(clock.Now()) {
 			held = s
 			return true, ""
 		}
@@ -119,7 +120,7 @@ func TestDetachAfterPodDeletionBlockedWhileInUse(t *testing.T) {
 	e.deletePod("app")
 	e.eventually("detach blocked in snapshot", 5*time.Second, func() (bool, string) {
 		for _, s := range ctrl.Snapshot() {
-			if s.VolumeAttachment == name && s.Phase == adc.PhaseDetachBlocked {
+			if s.VolumeAttachment == name && s.Phase == readmodel.PhaseDetachBlocked {
 				return true, s.Reason
 			}
 		}
@@ -154,7 +155,7 @@ func TestAttachRequiredFalse(t *testing.T) {
 	e.pod("app", node, []string{claim})
 	e.eventually("pair decided csi-no-attach", 10*time.Second, func() (bool, string) {
 		s, ok := pairState(ctrl.Controller, node, e.ns+"/app", "data-0")
-		return ok && s.Mechanism == "csi-no-attach" && s.Phase == adc.PhaseNotNeeded, s.Reason
+		return ok && s.Mechanism == "csi-no-attach" && s.Phase == readmodel.PhaseNotNeeded, s.Reason
 	})
 	e.consistently("no VolumeAttachment, nothing listed", 500*time.Millisecond, func() (bool, string) {
 		if vas := e.vasOnNode(node); len(vas) != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -41,18 +42,18 @@ func TestCSIDriverAppearsLater(t *testing.T) {
 	node := e.node("n1", true)
 
 	first, firstUnique := e.attachedCSI("first", node, driver, "h-first")
-	e.pairIs(ctrl.Controller, node, "first", "data-0", 5*time.Second, func(s adc.PairState) bool {
-		return s.Mechanism == migration.MechanismCSI && s.Phase == adc.PhaseAttached
+	e.pairIs(ctrl.Controller, node, "first", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+		return s.Mechanism == migration.MechanismCSI && s.Phase == readmodel.PhaseAttached
 	})
 	uid := e.vaUIDs(first)[first]
 
 	e.createCSIDriver(driver, ptr.To(false))
-	e.pairIs(ctrl.Controller, node, "first", "data-0", 5*time.Second, func(s adc.PairState) bool {
-		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseAttached && s.VolumeAttachment == first
+	e.pairIs(ctrl.Controller, node, "first", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == first
 	})
 	e.pod("second", node, []string{e.boundClaim(e.csiPV("second", driver, "h-second"))})
-	e.pairIs(ctrl.Controller, node, "second", "data-0", 10*time.Second, func(s adc.PairState) bool {
-		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseNotNeeded
+	e.pairIs(ctrl.Controller, node, "second", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseNotNeeded
 	})
 	second := vaName("h-second", driver, node)
 	e.consistently("no VolumeAttachment for the new volume, the old one kept", time.Second, func() (bool, string) {
@@ -117,8 +118,8 @@ func TestAttachRequiredFlipLeaksNothing(t *testing.T) {
 
 	how := e.setAttachRequired(driver, false)
 	t.Logf("CSIDriver attachRequired flipped to false: %s", how)
-	e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseAttached && s.VolumeAttachment == name
+	e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+		return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == name
 	})
 	e.consistently("attachment kept while the pod runs", 300*time.Millisecond, func() (bool, string) {
 		if ok, msg := e.vaExists(name)(); !ok {

@@ -20,6 +20,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc"
 	csinodeinfo "github.com/migration-aware/adc/pkg/apis/csinodeinfo/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -133,8 +134,8 @@ func TestCSINodeInfoSource(t *testing.T) {
 
 	t.Run("without the CRD", func(t *testing.T) {
 		e := e.withT(t)
-		e.pairIs(ctrl.Controller, node, "gce", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismWait && s.Phase == adc.PhaseHeld && strings.Contains(s.Reason, "CSINodeInfo")
+		e.pairIs(ctrl.Controller, node, "gce", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismWait && s.Phase == readmodel.PhaseHeld && strings.Contains(s.Reason, "CSINodeInfo")
 		})
 		e.attachedCSI("plain", node, driver, "h-plain")
 		if ok, msg := e.vaGone(gceVA)(); !ok {
@@ -156,8 +157,8 @@ func TestCSINodeInfoSource(t *testing.T) {
 		// so this takes about 2 s whatever adc does.
 		e.eventually("gce-pd volume attached through CSI once the CSINodeInfo says csi", 10*time.Second, e.vaExists(gceVA))
 		t.Logf("VolumeAttachment created %s after the CSINodeInfo", time.Since(created).Round(time.Millisecond))
-		e.pairIs(ctrl.Controller, node, "gce", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSI && s.Phase == adc.PhaseAttached && strings.Contains(s.Reason, "CSINodeInfo")
+		e.pairIs(ctrl.Controller, node, "gce", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSI && s.Phase == readmodel.PhaseAttached && strings.Contains(s.Reason, "CSINodeInfo")
 		})
 	})
 
@@ -166,8 +167,8 @@ func TestCSINodeInfoSource(t *testing.T) {
 		other := e.node("intree", true)
 		e.reportCSINodeInfo(other, gceDriver, csinodeinfo.VolumePluginMechanismInTree)
 		e.pod("gce-intree", other, []string{e.boundClaim(e.gcePV("gce-intree", e.ns+"-disk2", "us-central1-a"))})
-		e.pairIs(ctrl.Controller, other, "gce-intree", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismInTree && s.Phase == adc.PhaseHeld
+		e.pairIs(ctrl.Controller, other, "gce-intree", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismInTree && s.Phase == readmodel.PhaseHeld
 		})
 		msg := e.oneWarningEvent(e.ns, "gce-intree", adc.ReasonNoInTreeAttacher, 300*time.Millisecond)
 		if !strings.Contains(msg, "CSINodeInfo") {

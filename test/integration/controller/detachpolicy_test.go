@@ -15,6 +15,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc"
 	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -141,8 +142,8 @@ func TestDetachPolicies(t *testing.T) {
 		if msg := e.oneWarningEvent(metav1.NamespaceDefault, down, adc.ReasonForcedDetach, 300*time.Millisecond); !strings.Contains(msg, migration.CloudShutdownTaint) {
 			t.Errorf("ForcedDetach message %q does not name the shutdown taint", msg)
 		}
-		e.pairIs(ctrl.Controller, down, "dp-down-app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Phase == adc.PhaseReleased && s.Detach != nil && s.Detach.Evidence == migration.EvidenceCloudShutdown
+		e.pairIs(ctrl.Controller, down, "dp-down-app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Phase == readmodel.PhaseReleased && s.Detach != nil && s.Detach.Evidence == migration.EvidenceCloudShutdown
 		})
 		e.consistently("the Ready node's volume kept despite the taint", maxWait+time.Second, e.keptAttached(upVA, up, upUnique))
 	})
@@ -178,8 +179,8 @@ func TestDetachPolicies(t *testing.T) {
 			e.taint(node, tc.taint)
 			e.eventually("detached on the "+string(tc.evidence)+" evidence, its pod still there", 30*time.Second, e.vaGone(va))
 			t.Logf("%s: detached %s after the taint", tc.evidence, time.Since(tainted).Round(10*time.Millisecond))
-			e.pairIs(ctrl.Controller, node, tc.node+"-app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-				return s.Phase == adc.PhaseReleased && s.Detach != nil && s.Detach.Evidence == tc.evidence
+			e.pairIs(ctrl.Controller, node, tc.node+"-app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+				return s.Phase == readmodel.PhaseReleased && s.Detach != nil && s.Detach.Evidence == tc.evidence
 			})
 		}
 	})
@@ -193,13 +194,13 @@ func TestDetachPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.consistently("held by the policy past max-wait-for-unmount", maxWait+2*time.Second, e.keptAttached(va, node, unique))
-		var entry *adc.PairState
+		var entry *readmodel.PairState
 		for _, s := range nodeSnapshot(ctrl.Controller, node) {
 			if s.VolumeAttachment == va {
 				entry = &s
 			}
 		}
-		if entry == nil || entry.Phase != adc.PhaseDetachBlocked || entry.Detach == nil || !entry.Detach.Held || !strings.Contains(entry.Reason, "holds it") {
+		if entry == nil || entry.Phase != readmodel.PhaseDetachBlocked || entry.Detach == nil || !entry.Detach.Held || !strings.Contains(entry.Reason, "holds it") {
 			t.Errorf("snapshot entry of the held volume = %+v, want detach-blocked, held by the policy", entry)
 		}
 		if evs := e.events(metav1.NamespaceDefault, node, adc.ReasonDetachHeldByPolicy); len(evs) == 0 {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/integration/framework"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -422,13 +423,13 @@ func (e *testEnv) events(namespace, name, reason string) []string {
 }
 
 // pairState returns the controller's snapshot entry for a pod volume.
-func pairState(ctrl *adc.Controller, node, pod, volume string) (adc.PairState, bool) {
+func pairState(ctrl *adc.Controller, node, pod, volume string) (readmodel.PairState, bool) {
 	for _, s := range ctrl.Snapshot() {
 		if s.Node == node && s.Pod == pod && s.Volume == volume {
 			return s, true
 		}
 	}
-	return adc.PairState{}, false
+	return readmodel.PairState{}, false
 }
 
 // vaName computes the VolumeAttachment name independently, from the rule in the upstream
@@ -502,8 +503,8 @@ func (e *testEnv) oneWarningEvent(namespace, name, reason string, stable time.Du
 }
 
 // nodeSnapshot returns the controller's snapshot entries for a node.
-func nodeSnapshot(ctrl *adc.Controller, node string) []adc.PairState {
-	var out []adc.PairState
+func nodeSnapshot(ctrl *adc.Controller, node string) []readmodel.PairState {
+	var out []readmodel.PairState
 	for _, s := range ctrl.Snapshot() {
 		if s.Node == node {
 			out = append(out, s)
@@ -513,9 +514,9 @@ func nodeSnapshot(ctrl *adc.Controller, node string) []adc.PairState {
 }
 
 // pairIs waits for a condition on a pod volume's snapshot entry.
-func (e *testEnv) pairIs(ctrl *adc.Controller, node, pod, volume string, timeout time.Duration, ok func(adc.PairState) bool) adc.PairState {
+func (e *testEnv) pairIs(ctrl *adc.Controller, node, pod, volume string, timeout time.Duration, ok func(readmodel.PairState) bool) readmodel.PairState {
 	e.t.Helper()
-	var last adc.PairState
+	var last readmodel.PairState
 	e.eventually(fmt.Sprintf("snapshot entry of %s/%s volume %s on %s", e.ns, pod, volume, node), timeout, func() (bool, string) {
 		s, found := pairState(ctrl, node, e.ns+"/"+pod, volume)
 		if !found {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -32,8 +33,8 @@ func TestMigrationFlip(t *testing.T) {
 		e.eventually("attached in-tree and listed", 10*time.Second, e.listedWithDevicePath(node, inTree, devicePathOf(inTree)))
 
 		e.csiNode(node, gcePlugin, gceDriver)
-		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSI && s.Phase == adc.PhaseAttached && s.UniqueName == inTree &&
+		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSI && s.Phase == readmodel.PhaseAttached && s.UniqueName == inTree &&
 				strings.Contains(s.Reason, "stays attached")
 		})
 		e.consistently("in-tree attachment kept after the node migrated", time.Second, func() (bool, string) {
@@ -74,8 +75,8 @@ func TestMigrationFlip(t *testing.T) {
 		if err := e.client.StorageV1().CSINodes().Delete(e.ctx, node, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismWait && s.Phase == adc.PhaseHeld && strings.Contains(s.Reason, "existing attachment")
+		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismWait && s.Phase == readmodel.PhaseHeld && strings.Contains(s.Reason, "existing attachment")
 		})
 		e.consistently("held pair's in-tree attachment kept", time.Second, func() (bool, string) {
 			if n := len(att.callsOf("detach", node)); n != 0 {
@@ -104,8 +105,8 @@ func TestMigrationFlip(t *testing.T) {
 		uid := e.vaUIDs(name)[name]
 
 		e.csiNode(node, "", gceDriver)
-		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismInTree && s.Phase == adc.PhaseAttached && s.VolumeAttachment == name &&
+		e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismInTree && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == name &&
 				strings.Contains(s.Reason, "stays attached")
 		})
 		e.consistently("CSI attachment kept after the node went back to in-tree", time.Second, func() (bool, string) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -29,7 +30,7 @@ func (e *testEnv) inUseAfterPodDeleted(ctrl *adc.Controller, pod, node, driver, 
 	e.eventually("detach of "+pod+"'s volume blocked while in use", 5*time.Second, func() (bool, string) {
 		for _, s := range nodeSnapshot(ctrl, node) {
 			if s.VolumeAttachment == name {
-				return s.Phase == adc.PhaseDetachBlocked, string(s.Phase) + ": " + s.Reason
+				return s.Phase == readmodel.PhaseDetachBlocked, string(s.Phase) + ": " + s.Reason
 			}
 		}
 		return false, "no snapshot entry for " + name
@@ -117,7 +118,7 @@ func TestForceDetachNotReady(t *testing.T) {
 		t.Errorf("Ready node got %d ForcedDetach Events: %q", n, msgs)
 	}
 	s := nodeSnapshot(ctrl.Controller, healthy)
-	if len(s) != 1 || s[0].Phase != adc.PhaseDetachBlocked {
+	if len(s) != 1 || s[0].Phase != readmodel.PhaseDetachBlocked {
 		t.Errorf("Ready node's snapshot = %+v, want one detach-blocked entry", s)
 	}
 }

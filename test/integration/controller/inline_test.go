@@ -6,6 +6,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -52,8 +53,8 @@ func TestMigratedInlineVolume(t *testing.T) {
 
 	unique := csiUnique(gceDriver, handle)
 	e.eventually("inline volume listed in node status", 10*time.Second, e.listedOnNode(node, unique))
-	e.pairIs(ctrl.Controller, node, "app", "disk", 5*time.Second, func(s adc.PairState) bool {
-		return s.Mechanism == migration.MechanismCSI && s.Phase == adc.PhaseAttached && s.VolumeAttachment == name && s.PV == ""
+	e.pairIs(ctrl.Controller, node, "app", "disk", 5*time.Second, func(s readmodel.PairState) bool {
+		return s.Mechanism == migration.MechanismCSI && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == name && s.PV == ""
 	})
 
 	e.deletePod("app")

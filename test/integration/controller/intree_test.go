@@ -10,6 +10,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // attachCall is one call the controller made on the in-tree attacher.
@@ -168,8 +169,8 @@ func TestInTreeAttach(t *testing.T) {
 
 			e.eventually("volume listed in node status with the attacher's device path", 10*time.Second,
 				e.listedWithDevicePath(node, unique, devicePathOf(unique)))
-			e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s adc.PairState) bool {
-				return s.Mechanism == migration.MechanismInTree && s.Phase == adc.PhaseAttached && s.UniqueName == unique
+			e.pairIs(ctrl.Controller, node, "app", "data-0", 5*time.Second, func(s readmodel.PairState) bool {
+				return s.Mechanism == migration.MechanismInTree && s.Phase == readmodel.PhaseAttached && s.UniqueName == unique
 			})
 			attaches := att.callsOf("attach", node)
 			if len(attaches) != 1 {
@@ -218,8 +219,8 @@ func TestInTreeWithoutAttacher(t *testing.T) {
 			tc.csiNode(e, node)
 			e.pod("app", node, []string{e.boundClaim(e.gcePV("pd", e.ns+"-disk", "us-central1-a"))})
 
-			e.pairIs(ctrl.Controller, node, "app", "data-0", 10*time.Second, func(s adc.PairState) bool {
-				return s.Mechanism == migration.MechanismInTree && s.Phase == adc.PhaseHeld && s.Retries >= 1
+			e.pairIs(ctrl.Controller, node, "app", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+				return s.Mechanism == migration.MechanismInTree && s.Phase == readmodel.PhaseHeld && s.Retries >= 1
 			})
 			msg := e.oneWarningEvent(e.ns, "app", adc.ReasonNoInTreeAttacher, time.Second)
 			for _, want := range []string{node, gcePlugin, tc.fixHint, "in-tree attacher"} {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -29,8 +30,8 @@ func TestRWOMultiAttach(t *testing.T) {
 	e.eventually("attached on node A", 10*time.Second, e.listedOnNode(nodeA, unique))
 
 	e.pod("pod-b", nodeB, []string{claim})
-	e.pairIs(ctrl.Controller, nodeB, "pod-b", "data-0", 10*time.Second, func(s adc.PairState) bool {
-		return s.Phase == adc.PhaseMultiAttach && strings.Contains(s.Reason, nodeA)
+	e.pairIs(ctrl.Controller, nodeB, "pod-b", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+		return s.Phase == readmodel.PhaseMultiAttach && strings.Contains(s.Reason, nodeA)
 	})
 	msg := e.oneWarningEvent(e.ns, "pod-b", adc.ReasonFailedAttach, 500*time.Millisecond)
 	if !strings.Contains(msg, "Multi-Attach") {

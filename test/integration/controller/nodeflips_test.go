@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // A node's kubelet reports gce-pd migrated, then rolls back, then migrates again: the
@@ -19,8 +20,8 @@ func TestNodeFlipsFromCSINodeUpdates(t *testing.T) {
 	e.csiNode(node, "", gceDriver)
 	e.csiNode(other, gcePlugin, gceDriver)
 
-	flipsOf := func(n string) []adc.NodeFlip {
-		var out []adc.NodeFlip
+	flipsOf := func(n string) []readmodel.NodeFlip {
+		var out []readmodel.NodeFlip
 		for _, f := range ctrl.RecentFlips() {
 			if f.Node == n {
 				out = append(out, f)

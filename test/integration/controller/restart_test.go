@@ -13,6 +13,7 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -155,7 +156,7 @@ func TestRestartWithExistingAttachments(t *testing.T) {
 			continue
 		}
 		s, ok := pairState(ctrl.Controller, node, e.ns+"/"+v.pod, v.volume)
-		if !ok || s.Phase != adc.PhaseAttached || s.Mechanism != migration.MechanismCSI || s.VolumeAttachment != v.name {
+		if !ok || s.Phase != readmodel.PhaseAttached || s.Mechanism != migration.MechanismCSI || s.VolumeAttachment != v.name {
 			t.Errorf("after the restart %s is %+v, want attached through %s", v.pod, s, v.name)
 		}
 		attached = append(attached, v.unique)

@@ -19,6 +19,7 @@ import (
 	seedcsidriver "github.com/migration-aware/adc/pkg/apis/csidriver/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -153,7 +154,7 @@ func TestSeedCSIDriverSource(t *testing.T) {
 		driver := e.driverName("nocrd")
 		for _, pod := range []string{"nocrd-1", "nocrd-2"} {
 			e.attachedCSI(pod, node, driver, "h-"+pod)
-			e.pairIs(ctrl.Controller, node, pod, "data-0", 5*time.Second, func(s adc.PairState) bool {
+			e.pairIs(ctrl.Controller, node, pod, "data-0", 5*time.Second, func(s readmodel.PairState) bool {
 				return s.Mechanism == migration.MechanismCSI && strings.Contains(s.Reason, `no CSIDriver "`+driver+`" exists in csi.storage.k8s.io/v1alpha1`)
 			})
 		}
@@ -165,8 +166,8 @@ func TestSeedCSIDriverSource(t *testing.T) {
 		e.createSeedCSIDriver(driver, ptr.To(false))
 		// The API server answers the first watch of a just-established CRD with Retry-After:
 		// 1s, so this takes a few seconds whatever adc does.
-		e.pairIs(ctrl.Controller, node, "nocrd-1", "data-0", 15*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseAttached && strings.Contains(s.Reason, "(csi.storage.k8s.io/v1alpha1) has attachRequired=false")
+		e.pairIs(ctrl.Controller, node, "nocrd-1", "data-0", 15*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseAttached && strings.Contains(s.Reason, "(csi.storage.k8s.io/v1alpha1) has attachRequired=false")
 		})
 		e.deletePod("nocrd-1")
 		e.deletePod("nocrd-2")
@@ -219,11 +220,11 @@ func TestSeedCSIDriverSource(t *testing.T) {
 					t.Errorf("%s: plan says %s %q, want %s naming %q and the driver", c.name, row.Mechanism, row.Reason, want, c.because[source])
 				}
 				va := vaName("h-"+pod, driver, node)
-				s := e.pairIs(ctrl.Controller, node, pod, "data-0", 10*time.Second, func(s adc.PairState) bool {
+				s := e.pairIs(ctrl.Controller, node, pod, "data-0", 10*time.Second, func(s readmodel.PairState) bool {
 					if want == migration.MechanismCSI {
-						return s.Mechanism == want && s.Phase == adc.PhaseAttached && s.VolumeAttachment == va
+						return s.Mechanism == want && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == va
 					}
-					return s.Mechanism == want && s.Phase == adc.PhaseNotNeeded
+					return s.Mechanism == want && s.Phase == readmodel.PhaseNotNeeded
 				})
 				if s.Reason != row.Reason {
 					t.Errorf("%s: the controller's reason %q differs from the plan's %q", c.name, s.Reason, row.Reason)
@@ -266,8 +267,8 @@ func TestSeedCSIDriverSource(t *testing.T) {
 		// true -> false while attached: kept while the pod runs, detached when it goes.
 		name, unique := e.attachedCSI("down", node, flip, "h-down")
 		e.setSeedAttachRequired(flip, false)
-		e.pairIs(ctrl.Controller, node, "down", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseAttached && s.VolumeAttachment == name
+		e.pairIs(ctrl.Controller, node, "down", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseAttached && s.VolumeAttachment == name
 		})
 		e.consistently("attachment kept while the pod runs", 300*time.Millisecond, func() (bool, string) {
 			if ok, msg := e.vaExists(name)(); !ok {
@@ -281,8 +282,8 @@ func TestSeedCSIDriverSource(t *testing.T) {
 
 		// unset (false) -> true: the running pod's volume gets its VolumeAttachment.
 		e.pod("up", node, []string{e.boundClaim(e.csiPV("up", flipUp, "h-up"))})
-		e.pairIs(ctrl.Controller, node, "up", "data-0", 10*time.Second, func(s adc.PairState) bool {
-			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == adc.PhaseNotNeeded
+		e.pairIs(ctrl.Controller, node, "up", "data-0", 10*time.Second, func(s readmodel.PairState) bool {
+			return s.Mechanism == migration.MechanismCSINoAttach && s.Phase == readmodel.PhaseNotNeeded
 		})
 		up, upUnique := vaName("h-up", flipUp, node), csiUnique(flipUp, "h-up")
 		e.setSeedAttachRequired(flipUp, true)

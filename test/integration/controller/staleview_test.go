@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/migration-aware/adc/pkg/adc"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/test/faultproxy"
 	"github.com/migration-aware/adc/test/simulator"
 )
@@ -128,7 +129,7 @@ func TestNoDetachOnStaleNodeView(t *testing.T) {
 		return len(names) == 1 && names[0] == vols["running"].unique, ""
 	})
 	e.consistently("the running pod's volume stays", time.Second, e.vaExists(vols["running"].va))
-	e.pairIs(ctrl.Controller, node, "running", "data-0", 5*time.Second, func(s adc.PairState) bool { return s.Phase == adc.PhaseAttached })
+	e.pairIs(ctrl.Controller, node, "running", "data-0", 5*time.Second, func(s readmodel.PairState) bool { return s.Phase == readmodel.PhaseAttached })
 
 	checked, bad := order.check()
 	for _, b := range bad {

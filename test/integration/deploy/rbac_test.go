@@ -147,7 +147,7 @@ func startControllerAs(ctx context.Context, t *testing.T, admin *rest.Config, us
 	base.Impersonate = rest.ImpersonationConfig{UserName: user}
 	base.UserAgent = "adc-controller"
 	base.Wrap(rec.wrap)
-	cfg, statusCfg := volumeattach.PrioritizedConfigs(base, 50, 100)
+	cfg, statusCfg, _ := volumeattach.PrioritizedBudget(base, 50, 100)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func TestPreflightBadInput(t *testing.T) {
 	}{
 		{"unknown plugin", []string{"--kubeconfig", kubeconfig, "--plugin", "kubernetes.io/rbd"}, `--plugin: unknown plugin "kubernetes.io/rbd": CSI migration covers kubernetes.io/aws-ebs`},
 		{"unknown step", []string{"--kubeconfig", kubeconfig, "--to", "finished"}, `--to: unknown step "finished": a plugin moves to one of off, on, complete`},
-		{"bad --migration", []string{"--kubeconfig", kubeconfig, "--migration", "kubernetes.io/gce-pd=sometimes"}, `--migration: invalid migration setting`},
+		{"bad --migration", []string{"--kubeconfig", kubeconfig, "--migration", "kubernetes.io/gce-pd=sometimes"}, `"--migration" flag: invalid migration setting`},
 		{"unknown flag", []string{"--kubeconfig", kubeconfig, "--step", "on"}, "unknown flag: --step"},
 		{"API server that does not answer", []string{"--kubeconfig", gone}, "listing pods"},
 	} {

@@ -25,6 +25,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/plan"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // trimFixture is a cluster with every kind of object and volume adc decides on, each object
@@ -297,7 +298,7 @@ func TestTrimmedObjectsDecideIdentically(t *testing.T) {
 // every pair's state and every VolumeAttachment it created.
 func TestControllerOnTrimmedInformersActsIdentically(t *testing.T) {
 	pods, objs, vas := trimFixture()
-	run := func(trim bool) ([]adc.PairState, []string) {
+	run := func(trim bool) ([]readmodel.PairState, []string) {
 		var objects []runtime.Object
 		for i := range pods {
 			objects = append(objects, &pods[i])
@@ -339,7 +340,7 @@ func TestControllerOnTrimmedInformersActsIdentically(t *testing.T) {
 		done := make(chan struct{})
 		go func() { defer close(done); ctrl.Run(ctx, 2) }()
 		defer func() { cancel(); <-done; factory.Shutdown() }()
-		var snap []adc.PairState
+		var snap []readmodel.PairState
 		stable := 0
 		// Settled: every pod with volumes on a managed node has its pairs, the creates are
 		// done, and nothing changed for ten polls in a row.
@@ -387,8 +388,8 @@ func vaCount(ctx context.Context, client *fake.Clientset) int {
 
 // normalize drops what depends on the clock (times, and how many backoff retries a held
 // pair had so far), which differs between two runs.
-func normalize(in []adc.PairState) []adc.PairState {
-	out := make([]adc.PairState, len(in))
+func normalize(in []readmodel.PairState) []readmodel.PairState {
+	out := make([]readmodel.PairState, len(in))
 	for i, s := range in {
 		s.Since, s.NextRetry, s.Retries = time.Time{}, time.Time{}, 0
 		out[i] = s

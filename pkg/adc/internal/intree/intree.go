@@ -19,6 +19,7 @@ import (
 	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // Attacher attaches volumes with in-tree volume plugins (adc.InTreeAttacher, which hosts
@@ -61,7 +62,7 @@ func (p *Plugins) Available() bool { return p.opts.Attacher != nil }
 func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node string) (devicePath string, err error) {
 	start := p.opts.Clock.Now()
 	devicePath, err = p.opts.Attacher.Attach(ctx, vol, node)
-	p.opts.Ops.InTree(report.OperationAttach, node, vol.UniqueName, vol.Plugin, start, err)
+	p.opts.Ops.InTree(readmodel.OperationAttach, node, vol.UniqueName, vol.Plugin, start, err)
 	if err != nil {
 		p.wake(p.opts.Memory.Release(vol.Name, node))
 		return "", err
@@ -76,7 +77,7 @@ func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node stri
 func (p *Plugins) Detach(ctx context.Context, vol memory.InTreeVolume, node, forced string) error {
 	start := p.opts.Clock.Now()
 	err := p.opts.Attacher.Detach(ctx, vol, node)
-	p.opts.Ops.InTree(report.OperationDetach, node, vol.UniqueName, vol.Plugin, start, err)
+	p.opts.Ops.InTree(readmodel.OperationDetach, node, vol.UniqueName, vol.Plugin, start, err)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
-	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // DetachStep is what the reconcile does with an attachment no active pod on the node needs.
@@ -61,7 +61,7 @@ type DetachInput struct {
 // DetachPlan is the plan of one attachment.
 type DetachPlan struct {
 	Step   DetachStep
-	Phase  report.Phase
+	Phase  readmodel.Phase
 	Reason string
 	// RetryIn is when to look again though nothing changes (0: an event will tell).
 	RetryIn time.Duration
@@ -96,7 +96,7 @@ const StaleNodeRecheck = 5 * time.Second
 // node.
 func PlanDetach(in DetachInput) DetachPlan {
 	a := in.Attachment
-	d := DetachPlan{Phase: report.PhaseDetaching, UniqueName: a.UniqueName}
+	d := DetachPlan{Phase: readmodel.PhaseDetaching, UniqueName: a.UniqueName}
 	switch {
 	case a.Deleting:
 		d.Step, d.Reason = WaitDeleted, "the VolumeAttachment is being deleted; waiting for the external-attacher to detach"
@@ -105,7 +105,7 @@ func PlanDetach(in DetachInput) DetachPlan {
 		d.Step, d.Reason = Withdrawn, "no active pod on the node uses the volume any more; its VolumeAttachment create was still queued and is not sent"
 		return d
 	case in.Unsent == CreateAwaited:
-		d.Step, d.Phase = Blocked, report.PhaseDetachBlocked
+		d.Step, d.Phase = Blocked, readmodel.PhaseDetachBlocked
 		d.Reason = "no active pod on the node uses the volume any more; it is detached once the create of its VolumeAttachment, in flight, is answered"
 		return d
 	}
@@ -119,11 +119,11 @@ func PlanDetach(in DetachInput) DetachPlan {
 	node := in.Node
 	switch {
 	case node == nil:
-		d.Step, d.Phase = Blocked, report.PhaseDetachBlocked
+		d.Step, d.Phase = Blocked, readmodel.PhaseDetachBlocked
 		d.Reason = "the API server no longer has the node; its volumes are detached once adc's cache shows the deletion"
 		return d
 	case !migration.IsManagedNode(node):
-		d.Step, d.Phase = Blocked, report.PhaseDetachBlocked
+		d.Step, d.Phase = Blocked, readmodel.PhaseDetachBlocked
 		d.Reason = "the node no longer has the " + migration.ManagedAnnotation + " annotation; adc leaves its volumes alone"
 		return d
 	}
@@ -131,7 +131,7 @@ func PlanDetach(in DetachInput) DetachPlan {
 	if a.Released != nil && !verdict.ReleasesPods {
 		// The cache showed evidence that freed the volume from the node's pods; the API
 		// server's Node no longer does (Ready again, taint removed): the pods keep it.
-		d.Step, d.Phase = Blocked, report.PhaseDetachBlocked
+		d.Step, d.Phase = Blocked, readmodel.PhaseDetachBlocked
 		d.Reason = "pods on the node still use the volume and the node as the API server has it now shows no evidence that frees it (policy " + in.Rule.Policy + "); kept"
 		return d
 	}
@@ -178,7 +178,7 @@ func inUseBlocks(d *DetachPlan, in DetachInput) bool {
 	if v.Force {
 		return false
 	}
-	d.Step, d.Phase = Blocked, report.PhaseDetachBlocked
+	d.Step, d.Phase = Blocked, readmodel.PhaseDetachBlocked
 	if !migration.NotReadySince(node).IsZero() {
 		d.Verdict = &v
 	}

@@ -5,17 +5,8 @@ import (
 	"time"
 
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
-
-// NodeFlip is a node reporting an in-tree plugin migrated, or no longer migrated: the
-// moments an operator following a rollout (or a rollback) wants to see.
-type NodeFlip struct {
-	Time   time.Time
-	Node   string
-	Plugin string
-	// Migrated is the new state.
-	Migrated bool
-}
 
 // recentFlipsSize bounds the flips kept for the dashboard.
 const recentFlipsSize = 100
@@ -24,14 +15,14 @@ const recentFlipsSize = 100
 // flips. The controller feeds it on every reconcile of a node, which every CSINode and
 // CSINodeInfo change triggers, so no flip that reaches the caches is missed.
 type Flips struct {
-	recent *Recent[NodeFlip]
+	recent *Recent[readmodel.NodeFlip]
 
 	mu     sync.Mutex
 	states map[string]migration.PluginStates
 }
 
 // Observe records the node's current states and returns its flips since the last call.
-func (t *Flips) Observe(node string, states migration.PluginStates, now time.Time) []NodeFlip {
+func (t *Flips) Observe(node string, states migration.PluginStates, now time.Time) []readmodel.NodeFlip {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.states == nil {
@@ -42,9 +33,9 @@ func (t *Flips) Observe(node string, states migration.PluginStates, now time.Tim
 	if !known {
 		return nil
 	}
-	var out []NodeFlip
+	var out []readmodel.NodeFlip
 	for _, f := range migration.Flips(before, states) {
-		flip := NodeFlip{Time: now, Node: node, Plugin: f.Plugin, Migrated: f.Migrated}
+		flip := readmodel.NodeFlip{Time: now, Node: node, Plugin: f.Plugin, Migrated: f.Migrated}
 		out = append(out, flip)
 		t.recent.Add(flip)
 	}
@@ -59,7 +50,7 @@ func (t *Flips) Forget(node string) {
 }
 
 // NewFlips returns a tracker that keeps the last 100 flips.
-func NewFlips() *Flips { return &Flips{recent: NewRecent[NodeFlip](recentFlipsSize)} }
+func NewFlips() *Flips { return &Flips{recent: NewRecent[readmodel.NodeFlip](recentFlipsSize)} }
 
 // Recent returns the last flips, newest first.
-func (t *Flips) Recent() []NodeFlip { return t.recent.List() }
+func (t *Flips) Recent() []readmodel.NodeFlip { return t.recent.List() }

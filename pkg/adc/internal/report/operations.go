@@ -9,59 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/migration-aware/adc/pkg/migration"
-)
-
-// OperationKind is attach or detach.
-type OperationKind string
-
-const (
-	// OperationAttach: from the attach request (VolumeAttachment create, in-tree Attach) until
-	// the volume is attached (status.attached, or the in-tree call returned).
-	OperationAttach OperationKind = "attach"
-	// OperationDetach: from the detach request until the VolumeAttachment is gone or the
-	// in-tree Detach returned.
-	OperationDetach OperationKind = "detach"
-)
-
-// Operation is one finished attach or detach, for metrics and the dashboard.
-type Operation struct {
-	Kind   OperationKind
-	Node   string
-	Volume string // unique name, or VolumeAttachment name when the unique name is unknown
-	// Plugin is the volume plugin in upstream's metric terms: the in-tree plugin name for
-	// in-tree and migrated volumes, kubernetes.io/csi:<driver> for native CSI volumes.
-	Plugin    string
-	Mechanism migration.Mechanism
-	// Migrated is true for an in-tree volume attached through its CSI driver.
-	Migrated bool
-	Started  time.Time
-	Duration time.Duration
-	// Err is the failure message; empty for success.
-	Err string
-}
-
-// Observer is told about finished operations and forced detaches, as they happen; the
-// metrics package implements it. Calls must not block.
-type Observer interface {
-	OperationCompleted(Operation)
-	ForcedDetach(reason string)
-	// NodeRead is told about each fresh (quorum) read of a Node that confirms a detach, with
-	// its result (NodeReadOK, NodeReadNotFound, NodeReadError): the price of never detaching
-	// on a stale cache.
-	NodeRead(result string)
-	// NodeFlip is told about a managed node reporting plugin migrated or no longer migrated.
-	NodeFlip(plugin string)
-	// DetachAfterNotReady is told, for each detach from a node that is not Ready, how long
-	// after the node left Ready it was sent, and the evidence that decided it (a
-	// migration.Evidence value).
-	DetachAfterNotReady(evidence string, sinceNotReady time.Duration)
-}
-
-// ForcedDetachReason values label the forced detach counter.
-const (
-	ForcedDetachOutOfService = "out-of-service"
-	ForcedDetachNotReady     = "timeout"
-	ForcedDetachNodeDeleted  = "node-deleted"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // pending are the CSI operations under way, by VolumeAttachment name, that the
@@ -70,19 +18,19 @@ const (
 // its own lock apart from memory.
 type pending struct {
 	mu        sync.Mutex
-	attaching map[string]Operation
-	detaching map[string]Operation
+	attaching map[string]readmodel.Operation
+	detaching map[string]readmodel.Operation
 }
 
 func newPending() *pending {
-	return &pending{attaching: map[string]Operation{}, detaching: map[string]Operation{}}
+	return &pending{attaching: map[string]readmodel.Operation{}, detaching: map[string]readmodel.Operation{}}
 }
 
 // Start records op as under way; a detach takes the labels of the attach it follows.
-func (p *pending) Start(name string, op Operation) {
+func (p *pending) Start(name string, op readmodel.Operation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if op.Kind == OperationAttach {
+	if op.Kind == readmodel.OperationAttach {
 		p.attaching[name] = op
 		return
 	}
@@ -101,7 +49,7 @@ func (p *pending) Abort(name string) {
 }
 
 // AttachEnded returns and forgets the attach of name, if one is under way.
-func (p *pending) AttachEnded(name string) (Operation, bool) {
+func (p *pending) AttachEnded(name string) (readmodel.Operation, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	op, ok := p.attaching[name]
@@ -110,7 +58,7 @@ func (p *pending) AttachEnded(name string) (Operation, bool) {
 }
 
 // DetachEnded returns and forgets the detach of name (and any attach), if under way.
-func (p *pending) DetachEnded(name string) (Operation, bool) {
+func (p *pending) DetachEnded(name string) (readmodel.Operation, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	op, ok := p.detaching[name]
@@ -120,10 +68,10 @@ func (p *pending) DetachEnded(name string) (Operation, bool) {
 }
 
 // List returns the operations under way, oldest first.
-func (p *pending) List() []Operation {
+func (p *pending) List() []readmodel.Operation {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]Operation, 0, len(p.attaching)+len(p.detaching))
+	out := make([]readmodel.Operation, 0, len(p.attaching)+len(p.detaching))
 	for _, op := range p.attaching {
 		out = append(out, op)
 	}
@@ -167,19 +115,19 @@ func (p *pending) Names() []string {
 // says what it requested and what the informer showed.
 type Operations struct {
 	pending  *pending
-	recent   *Recent[Operation]
-	observer Observer
+	recent   *Recent[readmodel.Operation]
+	observer readmodel.Observer
 	clock    clock.PassiveClock
 }
 
 // NewOperations keeps the last recentSize finished operations; observer may be nil.
-func NewOperations(recentSize int, observer Observer, clk clock.PassiveClock) *Operations {
-	return &Operations{pending: newPending(), recent: NewRecent[Operation](recentSize), observer: observer, clock: clk}
+func NewOperations(recentSize int, observer readmodel.Observer, clk clock.PassiveClock) *Operations {
+	return &Operations{pending: newPending(), recent: NewRecent[readmodel.Operation](recentSize), observer: observer, clock: clk}
 }
 
 // Start records a CSI attach or detach requested for the VolumeAttachment name; the
 // informer ends it (AttachObserved, Deleted).
-func (o *Operations) Start(name string, op Operation) { o.pending.Start(name, op) }
+func (o *Operations) Start(name string, op readmodel.Operation) { o.pending.Start(name, op) }
 
 // Abort forgets the operations of a VolumeAttachment whose request failed or that is gone
 // without the informer showing it.
@@ -216,8 +164,8 @@ func (o *Operations) Deleted(va *storagev1.VolumeAttachment) {
 
 // InTree records a synchronous in-tree attach or detach of the volume (unique name, plugin)
 // that started at start and returned err.
-func (o *Operations) InTree(kind OperationKind, node, uniqueName, plugin string, start time.Time, err error) {
-	op := Operation{Kind: kind, Node: node, Volume: uniqueName, Plugin: plugin, Mechanism: migration.MechanismInTree,
+func (o *Operations) InTree(kind readmodel.OperationKind, node, uniqueName, plugin string, start time.Time, err error) {
+	op := readmodel.Operation{Kind: kind, Node: node, Volume: uniqueName, Plugin: plugin, Mechanism: migration.MechanismInTree,
 		Started: start, Duration: o.clock.Since(start)}
 	if err != nil {
 		op.Err = err.Error()
@@ -225,14 +173,14 @@ func (o *Operations) InTree(kind OperationKind, node, uniqueName, plugin string,
 	o.completed(op)
 }
 
-// Forced counts a forced detach, by the reason that forced it (ForcedDetachReason values).
+// Forced counts a forced detach, by the reason that forced it (readmodel.ForcedDetach values).
 func (o *Operations) Forced(reason string) {
 	if o.observer != nil {
 		o.observer.ForcedDetach(reason)
 	}
 }
 
-func (o *Operations) completed(op Operation) {
+func (o *Operations) completed(op readmodel.Operation) {
 	o.recent.Add(op)
 	if o.observer != nil {
 		o.observer.OperationCompleted(op)
@@ -245,10 +193,10 @@ func (o *Operations) completed(op Operation) {
 func (o *Operations) AttachesUnderWay() int { return o.pending.attaches() }
 
 // UnderWay returns the operations requested and not yet seen ended, oldest first.
-func (o *Operations) UnderWay() []Operation { return o.pending.List() }
+func (o *Operations) UnderWay() []readmodel.Operation { return o.pending.List() }
 
 // Recent returns the last finished operations, newest first.
-func (o *Operations) Recent() []Operation { return o.recent.List() }
+func (o *Operations) Recent() []readmodel.Operation { return o.recent.List() }
 
 // Names lists the operations under way, as attach:<name> and detach:<name>, for tests.
 func (o *Operations) Names() []string { return o.pending.Names() }

@@ -1,7 +1,8 @@
-// Package report holds what adc reports about itself, apart from what it decides with: the
+// Package report keeps what adc reports about itself, apart from what it decides with: the
 // snapshot of every (pod volume, node) pair, the attach and detach operations under way and
-// finished, and the nodes' migration flips. Metrics, the dashboard and the demo read it
-// through the controller; each part keeps its own lock.
+// finished, and the nodes' migration flips, in the types of pkg/readmodel. Metrics, the
+// dashboard and the demo read it through the controller; each part keeps its own lock so
+// that a reader never waits on a reconcile.
 package report
 
 import (
@@ -11,56 +12,8 @@ import (
 	"unique"
 
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
-
-// Phase is where a (pod volume, node) pair stands. The string values appear on the
-// dashboard and in JSON.
-type Phase string
-
-const (
-	// PhaseAttached: attached and (when the node needs it) listed in node status.
-	PhaseAttached Phase = "attached"
-	// PhaseAttaching: the attach is requested and not confirmed yet.
-	PhaseAttaching Phase = "attaching"
-	// PhaseNotNeeded: no attach phase (not-attachable, csi-no-attach).
-	PhaseNotNeeded Phase = "not-needed"
-	// PhaseHeld: wait, error, or no in-tree attacher; retried with backoff.
-	PhaseHeld Phase = "held"
-	// PhaseMultiAttach: a ReadWriteOnce volume still attached to another node.
-	PhaseMultiAttach Phase = "multi-attach"
-	// PhaseDetaching: no longer needed on the node; detach under way.
-	PhaseDetaching Phase = "detaching"
-	// PhaseDetachBlocked: no longer needed, but the kubelet still reports it in use.
-	PhaseDetachBlocked Phase = "detach-blocked"
-	// PhaseReleased: the pod is on a node that is not Ready whose DetachPolicy evidence
-	// frees its volumes; nothing is attached there for it.
-	PhaseReleased Phase = "released"
-)
-
-// PairState is the controller's view of one (pod volume, node) pair, or of an attachment no
-// pod needs any more (Pod empty). Metrics, the dashboard and the demo read it.
-type PairState struct {
-	Node   string
-	Pod    string // namespace/name; empty for an attachment no pod needs
-	Volume string // the pod's volume name
-	PV     string
-	Plugin string
-	Driver string
-	// Mechanism is the decision for this pair; for an attachment no pod needs, the mechanism
-	// of the existing attachment (csi or in-tree).
-	Mechanism        migration.Mechanism
-	Phase            Phase
-	Reason           string
-	Retries          int
-	NextRetry        time.Time
-	VolumeAttachment string
-	UniqueName       string
-	// Since is when the pair entered its current phase, as far as this controller saw.
-	Since time.Time
-	// Detach is, on a node that is not Ready, what the volume's detach rule says: which
-	// rule, whether evidence forces the detach, when a timeout will, or that it holds it.
-	Detach *migration.DetachVerdict
-}
 
 // pairRecord is a PairState as the snapshot keeps it, one per pair of every node (tens of
 // thousands): the node is the snapshot's key, times are Unix nanoseconds, and the strings most
@@ -71,22 +24,22 @@ type pairRecord struct {
 	pod, volume, pv, va, uniqueName string
 	plugin, driver, reason          unique.Handle[string]
 	mechanism                       unique.Handle[migration.Mechanism]
-	phase                           unique.Handle[Phase]
+	phase                           unique.Handle[readmodel.Phase]
 	retries                         int
 	nextRetry, since                int64
 	// detach is set only for pairs of nodes that are not Ready (few).
 	detach *migration.DetachVerdict
 }
 
-func recordOf(s *PairState) pairRecord {
+func recordOf(s *readmodel.PairState) pairRecord {
 	return pairRecord{pod: s.Pod, volume: s.Volume, pv: s.PV, va: s.VolumeAttachment, uniqueName: s.UniqueName,
 		plugin: unique.Make(s.Plugin), driver: unique.Make(s.Driver), reason: unique.Make(s.Reason),
 		mechanism: unique.Make(s.Mechanism), phase: unique.Make(s.Phase),
 		retries: s.Retries, nextRetry: unixNano(s.NextRetry), since: unixNano(s.Since), detach: s.Detach}
 }
 
-func (r *pairRecord) state(node string) PairState {
-	return PairState{Node: node, Pod: r.pod, Volume: r.volume, PV: r.pv, Plugin: r.plugin.Value(), Driver: r.driver.Value(),
+func (r *pairRecord) state(node string) readmodel.PairState {
+	return readmodel.PairState{Node: node, Pod: r.pod, Volume: r.volume, PV: r.pv, Plugin: r.plugin.Value(), Driver: r.driver.Value(),
 		Mechanism: r.mechanism.Value(), Phase: r.phase.Value(), Reason: r.reason.Value(), Retries: r.retries,
 		NextRetry: fromUnixNano(r.nextRetry), VolumeAttachment: r.va, UniqueName: r.uniqueName, Since: fromUnixNano(r.since), Detach: r.detach}
 }
@@ -122,13 +75,13 @@ func NewPairs() *Pairs {
 
 // All returns every pair's current state, sorted by node, pod and volume; the slice is the
 // caller's.
-func (p *Pairs) All() []PairState {
+func (p *Pairs) All() []readmodel.PairState {
 	p.mu.RLock()
 	n := 0
 	for _, s := range p.byNode {
 		n += len(s)
 	}
-	out := make([]PairState, 0, n)
+	out := make([]readmodel.PairState, 0, n)
 	for node, s := range p.byNode {
 		for i := range s {
 			out = append(out, s[i].state(node))
@@ -180,11 +133,11 @@ func (p *Pairs) MarkAttached(node, vaName string, now time.Time) bool {
 	}
 	marked := false
 	records := p.byNode[node]
-	attaching := unique.Make(PhaseAttaching)
+	attaching := unique.Make(readmodel.PhaseAttaching)
 	for i := range records {
 		if r := &records[i]; r.va == vaName && r.phase == attaching {
 			// The informer's copy of the name, not the decision's: one copy fewer per volume.
-			r.va, r.phase, r.since = vaName, unique.Make(PhaseAttached), unixNano(now)
+			r.va, r.phase, r.since = vaName, unique.Make(readmodel.PhaseAttached), unixNano(now)
 			marked = true
 		}
 	}
@@ -193,7 +146,7 @@ func (p *Pairs) MarkAttached(node, vaName string, now time.Time) bool {
 
 // Set replaces a node's pairs (none: forgets the node), carrying over Since for pairs whose
 // phase did not change.
-func (p *Pairs) Set(node string, states []PairState, now time.Time) {
+func (p *Pairs) Set(node string, states []readmodel.PairState, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(states) == 0 {

@@ -114,3 +114,15 @@ func (s *crdSource[T]) keys() []string {
 	}
 	return s.indexer.ListKeys()
 }
+
+// list returns every cached object (none before the informer has synced). A malformed
+// object, kept unconverted by the informer, is left out, as get leaves it out.
+func (s *crdSource[T]) list() []*T {
+	var out []*T
+	for _, k := range s.keys() {
+		if o := s.get(k); o != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -43,13 +43,7 @@ func (s *PolicySource) List() []*detachv1alpha1.DetachPolicy {
 	if s == nil {
 		return nil
 	}
-	var out []*detachv1alpha1.DetachPolicy
-	for _, k := range s.keys() {
-		if p := s.get(k); p != nil {
-			out = append(out, p)
-		}
-	}
-	return out
+	return s.crdSource.list()
 }
 
 // Get returns the cached policy named name, or nil.

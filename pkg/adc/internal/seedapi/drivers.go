@@ -41,6 +41,15 @@ func (s *DriverSource) Get(name string) *seedcsidriver.CSIDriver {
 	return s.crdSource.get(name)
 }
 
+// List returns every cached seed CSIDriver (none before the informer has synced), for the
+// dashboard's explanations, which read the controller's caches.
+func (s *DriverSource) List() []*seedcsidriver.CSIDriver {
+	if s == nil {
+		return nil
+	}
+	return s.crdSource.list()
+}
+
 // Start finds out whether the CRD is served. If it is, it runs the informer and returns once
 // it has synced (or ctx ended); if it is not, it says so once in the log and keeps looking in
 // the background, starting the informer when the CRD appears. Discovery errors other than

@@ -38,6 +38,15 @@ func (s *NodeInfoSource) Get(name string) *csinodeinfo.CSINodeInfo {
 	return s.crdSource.get(name)
 }
 
+// List returns every cached CSINodeInfo (none before the informer has synced), for the
+// dashboard's explanations, which read the controller's caches.
+func (s *NodeInfoSource) List() []*csinodeinfo.CSINodeInfo {
+	if s == nil {
+		return nil
+	}
+	return s.crdSource.list()
+}
+
 // Run waits for the CRD to be served, then runs an informer for it until ctx ends.
 func (s *NodeInfoSource) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("resource", csinodeinfo.GroupVersionResource.String())

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/migration-aware/adc/internal/demo"
-	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/dashboard"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/rollout"
 	"github.com/migration-aware/adc/test/e2e/harness"
 )
@@ -38,7 +38,7 @@ func realOutcome(p demo.StoryPod) outcome {
 	switch {
 	case p.Want.Mechanism == migration.MechanismInTree:
 		return outcomeHeldInTree
-	case p.WantAlt.Phase == adc.PhaseMultiAttach:
+	case p.WantAlt.Phase == readmodel.PhaseMultiAttach:
 		return outcomeRunningOrMultiAttach
 	default:
 		return outcomeRunning

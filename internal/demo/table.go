@@ -11,10 +11,11 @@ import (
 
 	"github.com/migration-aware/adc/pkg/adc"
 	"github.com/migration-aware/adc/pkg/migration"
+	"github.com/migration-aware/adc/pkg/readmodel"
 )
 
 // printTable prints the decision for every pair the controller knows.
-func printTable(out io.Writer, snap []adc.PairState) {
+func printTable(out io.Writer, snap []readmodel.PairState) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tPOD\tVOLUME\tPLUGIN\tDRIVER\tMECHANISM\tPHASE\tREASON")
 	counts := map[migration.Mechanism]int{}

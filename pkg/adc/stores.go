@@ -1,10 +1,10 @@
 package adc
 
 import (
-	"time"
+	"fmt"
 
-	"github.com/cenkalti/backoff/v4"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
@@ -12,6 +12,10 @@ import (
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
+// The controller's informer stores as its parts read them: the by-node index it adds to the
+// pod and VolumeAttachment informers, and stores, what memory and the expectation checker
+// read of them.
+//
 // adc's memory between reconciles lives in package memory (pkg/adc/internal/memory), behind
 // its own lock, changed only through its operations; its invariants are stated and checked
 // there. The names below are the controller's views of its types.
@@ -68,20 +72,36 @@ func (s stores) NodeKnown(node string) bool {
 	return err == nil
 }
 
-func (c *Controller) newBackoff() *backoff.ExponentialBackOff {
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     c.opts.Backoff.InitialInterval,
-		RandomizationFactor: c.opts.Backoff.RandomizationFactor,
-		Multiplier:          c.opts.Backoff.Multiplier,
-		MaxInterval:         c.opts.Backoff.MaxInterval,
-		MaxElapsedTime:      0, // held pairs are retried for as long as they are held
-		Stop:                backoff.Stop,
-		Clock:               clockAdapter{c.opts.Clock},
+// byNodeIndex is the index adc adds to the pod informer (the pods scheduled to a node: the
+// node's desired state) and to the VolumeAttachment informer (the CSI part of its actual
+// state), under one name: one index per informer, keyed by spec.nodeName.
+const byNodeIndex = "adc.spec.nodeName"
+
+func addIndexers(pods, vas cache.SharedIndexInformer) error {
+	if err := pods.AddIndexers(cache.Indexers{
+		byNodeIndex: podNodeName,
+	}); err != nil {
+		return fmt.Errorf("adding pod indexers: %w", err)
 	}
-	b.Reset()
-	return b
+	if err := vas.AddIndexers(cache.Indexers{
+		byNodeIndex: vaNodeName,
+	}); err != nil {
+		return fmt.Errorf("adding VolumeAttachment indexers: %w", err)
+	}
+	return nil
 }
 
-type clockAdapter struct{ c interface{ Now() time.Time } }
+func podNodeName(obj interface{}) ([]string, error) {
+	p, ok := cached.PlacementOf(obj)
+	if !ok || p.Node == "" {
+		return nil, nil
+	}
+	return []string{p.Node}, nil
+}
 
-func (a clockAdapter) Now() time.Time { return a.c.Now() }
+func vaNodeName(obj interface{}) ([]string, error) {
+	if node, ok := cached.VANodeName(obj); ok {
+		return []string{node}, nil
+	}
+	return nil, nil
+}
