@@ -14,7 +14,7 @@ import (
 // managedBy returns managedFields saying manager last changed the node's status.volumesAttached.
 func managedBy(manager string) []metav1.ManagedFieldsEntry {
 	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:volumesAttached":{},"f:conditions":{}}}`)}}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:volumesAttached":{},"f:conditions":{}}}`)}}
 }
 
 // otherWritesStatus plays another controller changing n's status.volumesAttached as manager.
@@ -66,7 +66,7 @@ func TestOtherControllerFencesEveryWrite(t *testing.T) {
 		{"kube-controller-manager creates a VolumeAttachment after adc started", func(f *fixture, n *v1.Node) bool {
 			va := f.va("other", "pv-other", "n2", "uid-9", "20", false)
 			va.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:attacher":{}}}`)}}}
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:attacher":{}}}`)}}
 			f.store(f.vas, va)
 			f.c.vaHandler().OnAdd(va, false)
 			return true
@@ -74,7 +74,7 @@ func TestOtherControllerFencesEveryWrite(t *testing.T) {
 		{"kube-controller-manager's VolumeAttachment listed at start: what it attached before, not a writer", func(f *fixture, n *v1.Node) bool {
 			va := f.va("other", "pv-other", "n2", "uid-9", "20", true)
 			va.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:attacher":{}}}`)}}}
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:attacher":{}}}`)}}
 			f.store(f.vas, va)
 			f.c.vaHandler().OnAdd(va, true)
 			return false

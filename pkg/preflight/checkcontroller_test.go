@@ -14,12 +14,12 @@ func (c *cluster) writtenBy(manager string, nodeAt, vaAt time.Time) *cluster {
 	if !nodeAt.IsZero() {
 		n := &c.Objects.Nodes[len(c.Objects.Nodes)-1]
 		n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
-			Time: &metav1.Time{Time: nodeAt}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:volumesAttached":{}}}`)}}}
+			Time: &metav1.Time{Time: nodeAt}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:volumesAttached":{}}}`)}}
 	}
 	if !vaAt.IsZero() {
 		va := &c.VolumeAttachments[len(c.VolumeAttachments)-1]
 		va.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
-			Time: &metav1.Time{Time: vaAt}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:attacher":{}}}`)}}}
+			Time: &metav1.Time{Time: vaAt}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:attacher":{}}}`)}}
 	}
 	return c
 }

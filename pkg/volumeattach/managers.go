@@ -65,7 +65,7 @@ func owns(m metav1.ManagedFieldsEntry, path ...string) bool {
 	if m.FieldsV1 == nil {
 		return false
 	}
-	raw := m.FieldsV1.Raw
+	raw := m.FieldsV1.GetRawBytes()
 	for _, step := range path {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {

@@ -14,7 +14,7 @@ import (
 // controller reads: a Node's owner of status.volumesAttached and a VolumeAttachment's
 // creator. Trimming twice changes nothing.
 func TestTrimKeepsWhoWroteWhatADCOwns(t *testing.T) {
-	fields := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	fields := func(s string) *metav1.FieldsV1 { return metav1.NewFieldsV1(s) }
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: fields(`{"f:status":{"f:volumesInUse":{},"f:images":{}}}`)},
 		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", FieldsV1: fields(`{"f:status":{"f:volumesAttached":{},"f:conditions":{}}}`)},

@@ -234,8 +234,8 @@ func sameVolumesAttached(a, b []v1.AttachedVolume) bool {
 // The only fields of managedFields the guard reads, shared by every trimmed object (never
 // changed in place).
 var (
-	volumesAttachedFields = &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:volumesAttached":{}}}`)}
-	specFields            = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	volumesAttachedFields = metav1.NewFieldsV1(`{"f:status":{"f:volumesAttached":{}}}`)
+	specFields            = metav1.NewFieldsV1(`{"f:spec":{}}`)
 )
 
 // TrimNodeManagedFields leaves a Node's managedFields with what the guard reads: one entry,
