@@ -53,69 +53,77 @@ import (
 // took is reported (figures), never asserted.
 func TestClusterHandover(t *testing.T) {
 	t.Parallel()
+	inADCModes(t, func(t *testing.T, md cluster.Mode) {
+		h := startHandover(t, md, "ho", cluster.Stock.Controllers())
+		ctx := t.Context()
+		h.deploy(ctx, t, h.builtIn())
+
+		t.Run("adopt", func(t *testing.T) {
+			from := time.Now()
+			h.toADC(ctx, t, "handover", nil)
+			v := h.attachNew(ctx, t, "handover", "new-adopt", h.nodes[0], harness.DefaultDriver, "adc")
+			h.check(ctx, t, "handover", from, []hoVol{v}, nil)
+		})
+		if t.Failed() {
+			return
+		}
+		t.Run("rollback", func(t *testing.T) {
+			from := time.Now()
+			h.toStock(ctx, t, "rollback", nil)
+			v := h.attachNew(ctx, t, "rollback", "new-rollback", h.nodes[1], harness.DefaultDriver, h.builtIn())
+			h.check(ctx, t, "rollback", from, []hoVol{v}, nil)
+		})
+		if t.Failed() {
+			return
+		}
+		t.Run("churn", func(t *testing.T) {
+			from := time.Now()
+			gone := h.vols[h.plain[1]]
+			// The new pod's claim is bound beforehand: in the kcm-adc mode the gap has no
+			// PV controller either.
+			created := h.createVolume(ctx, t, "new-churn", h.nodes[2], harness.DefaultDriver)
+			var createdAt time.Time
+			h.toADC(ctx, t, "churn", func() {
+				// The gap: no attach/detach controller runs. The pod is deleted and gone
+				// (its kubelet unmounted the volume), the new pod waits for its attach.
+				h.deletePod(ctx, t, gone.pod)
+				createdAt = h.createPodOf(ctx, t, created)
+			})
+			h.waitAttached(ctx, t, "churn", created, createdAt, "adc")
+			h.waitDetached(ctx, t, "churn", gone)
+			h.check(ctx, t, "churn", from, []hoVol{created}, []hoVol{gone})
+		})
+		if t.Failed() {
+			return
+		}
+		t.Run("churn-rollback", func(t *testing.T) {
+			// Back to the built-in controller while pods come and go, with migrated gce-pd
+			// volumes: the one deleted in the gap detached, the one created attached by it.
+			from := time.Now()
+			gone := h.vols[h.plain[2]]
+			created := h.createVolume(ctx, t, "new-churn-rollback", h.nodes[0], harness.GCEPDDriver)
+			var createdAt time.Time
+			h.toStock(ctx, t, "churn-rollback", func() {
+				h.deletePod(ctx, t, gone.pod)
+				createdAt = h.createPodOf(ctx, t, created)
+			})
+			h.waitAttached(ctx, t, "churn-rollback", created, createdAt, h.builtIn())
+			h.waitDetached(ctx, t, "churn-rollback", gone)
+			h.check(ctx, t, "churn-rollback", from, []hoVol{created}, []hoVol{gone})
+		})
+	})
+}
+
+// inADCModes runs run as a parallel subtest in each selected mode that runs adc (kcm-adc,
+// standalone).
+func inADCModes(t *testing.T, run func(*testing.T, cluster.Mode)) {
 	for _, md := range []cluster.Mode{cluster.KCMADC, cluster.Standalone} {
 		if clusters[md] == nil {
 			continue
 		}
 		t.Run(string(md), func(t *testing.T) {
 			t.Parallel()
-			h := startHandover(t, md, "ho", cluster.Stock.Controllers())
-			ctx := t.Context()
-			h.deploy(ctx, t, h.builtIn())
-
-			t.Run("adopt", func(t *testing.T) {
-				from := time.Now()
-				h.toADC(ctx, t, "handover", nil)
-				v := h.attachNew(ctx, t, "handover", "new-adopt", h.nodes[0], harness.DefaultDriver, "adc")
-				h.check(ctx, t, "handover", from, []hoVol{v}, nil)
-			})
-			if t.Failed() {
-				return
-			}
-			t.Run("rollback", func(t *testing.T) {
-				from := time.Now()
-				h.toStock(ctx, t, "rollback", nil)
-				v := h.attachNew(ctx, t, "rollback", "new-rollback", h.nodes[1], harness.DefaultDriver, h.builtIn())
-				h.check(ctx, t, "rollback", from, []hoVol{v}, nil)
-			})
-			if t.Failed() {
-				return
-			}
-			t.Run("churn", func(t *testing.T) {
-				from := time.Now()
-				gone := h.vols[h.plain[1]]
-				// The new pod's claim is bound beforehand: in the kcm-adc mode the gap has no
-				// PV controller either.
-				created := h.createVolume(ctx, t, "new-churn", h.nodes[2], harness.DefaultDriver)
-				var createdAt time.Time
-				h.toADC(ctx, t, "churn", func() {
-					// The gap: no attach/detach controller runs. The pod is deleted and gone
-					// (its kubelet unmounted the volume), the new pod waits for its attach.
-					h.deletePod(ctx, t, gone.pod)
-					createdAt = h.createPodOf(ctx, t, created)
-				})
-				h.waitAttached(ctx, t, "churn", created, createdAt, "adc")
-				h.waitDetached(ctx, t, "churn", gone)
-				h.check(ctx, t, "churn", from, []hoVol{created}, []hoVol{gone})
-			})
-			if t.Failed() {
-				return
-			}
-			t.Run("churn-rollback", func(t *testing.T) {
-				// Back to the built-in controller while pods come and go, with migrated gce-pd
-				// volumes: the one deleted in the gap detached, the one created attached by it.
-				from := time.Now()
-				gone := h.vols[h.plain[2]]
-				created := h.createVolume(ctx, t, "new-churn-rollback", h.nodes[0], harness.GCEPDDriver)
-				var createdAt time.Time
-				h.toStock(ctx, t, "churn-rollback", func() {
-					h.deletePod(ctx, t, gone.pod)
-					createdAt = h.createPodOf(ctx, t, created)
-				})
-				h.waitAttached(ctx, t, "churn-rollback", created, createdAt, h.builtIn())
-				h.waitDetached(ctx, t, "churn-rollback", gone)
-				h.check(ctx, t, "churn-rollback", from, []hoVol{created}, []hoVol{gone})
-			})
+			run(t, md)
 		})
 	}
 }

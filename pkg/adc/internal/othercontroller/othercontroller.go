@@ -18,6 +18,7 @@ package othercontroller
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,7 +130,7 @@ func New(o Options) *Guard {
 // status.volumesAttached. It returns the write and whether it opened a fence (first write
 // since adc last wrote freely): the caller says so loudly once per episode.
 func (g *Guard) NodeUpdated(old, cur *v1.Node) (Write, bool, bool) {
-	if old == nil || cur == nil || sameVolumesAttached(old.Status.VolumesAttached, cur.Status.VolumesAttached) {
+	if old == nil || cur == nil || slices.Equal(old.Status.VolumesAttached, cur.Status.VolumesAttached) {
 		return Write{}, false, false
 	}
 	manager := volumeattach.VolumesAttachedOwner(cur)
@@ -215,20 +216,6 @@ func (g *Guard) State() State {
 		s.Fenced, s.Until = true, g.opts.Clock.Now().Add(left)
 	}
 	return s
-}
-
-// sameVolumesAttached reports whether two lists are equal, order included: any change moves
-// the atomic list's ownership.
-func sameVolumesAttached(a, b []v1.AttachedVolume) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The only fields of managedFields the guard reads, shared by every trimmed object (never
