@@ -109,9 +109,9 @@ chaos: envtest-assets
 # after every step. SCHEDULES random schedules per world from SEED; DEPTH > 0 adds an
 # exhaustive search to that many steps per world (DEPTH=8 is about 1.5 minutes more with
 # -race). It fails when an invariant breaks and prints a one-line replay command per
-# violation. make test runs a fixed budget of it (TestInterleaveBudget in pkg/adc: 1500 random
-# schedules per world and an exhaustive depth of 5, less for the three worlds that name one
-# disk twice: about 12,000 schedules, 2 minutes under -race) and checks that the budget still
+# violation. make test runs a fixed budget of it (TestInterleaveBudget in pkg/adc: 700 random
+# schedules per world and an exhaustive depth of 4, less for the three worlds that name one
+# disk twice: about 1 minute under -race) and checks that the budget still
 # catches five fixed defects put back in the harness
 # (TestInterleaveBudgetCatches); this target is for longer runs. THREADS workers in flight at
 # once; INTERLEAVE_FLAGS=-interleave.mutant=NAME explores with a fixed defect put back.
