@@ -24,8 +24,8 @@
 // and, under internal/, one job per package, each owning its state and lock if it has any;
 // none imports pkg/adc:
 //
-//	memory       adc's memory between reconciles, behind one lock, with its invariants; every
-//	             volume in it is its unique volume name (migration.VolumeName)
+//	attachstate  adc's memory between reconciles (actual state plus expectations), behind one
+//	             lock, with its invariants; every volume in it is its unique volume name
 //	actual       a node's actual state, rebuilt from memory's view; which attachment is a volume's
 //	nodeplan     the plan of a node's reconcile, pure: steps for each pair and attachment
 //	creates      the create queue: decided VolumeAttachment creates, sent by its own workers
@@ -63,11 +63,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/creates"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/nodestatus"
 	"github.com/migration-aware/adc/pkg/adc/internal/othercontroller"
 	"github.com/migration-aware/adc/pkg/adc/internal/policystatus"
@@ -134,10 +134,10 @@ type Controller struct {
 
 	flips *report.Flips
 
-	// mem is adc's memory between reconciles (package memory: its own lock, its operations,
+	// mem is adc's memory between reconciles (package attachstate: its own lock, its operations,
 	// its invariants); ops the attach and detach operations, under way and finished, for
 	// metrics and the dashboard.
-	mem *memory.Memory
+	mem *attachstate.State
 	ops *report.Operations
 
 	// pairs is the snapshot of every node's pairs, for metrics and the dashboard.
@@ -208,7 +208,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 	c.csiNodes = csiNodeInf.Informer().GetIndexer()
 	c.vas = vaInf.GetIndexer()
 	c.lookups = cached.Lookups{PVCs: pvcInf.Informer().GetIndexer(), PVs: pvInf.Informer().GetIndexer(), Drivers: driverInf.Informer().GetIndexer()}
-	c.mem = memory.New(memory.Options{Store: stores{c}, Volumes: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
+	c.mem = attachstate.New(attachstate.Options{Store: stores{c}, Volumes: stores{c}, Clock: opts.Clock, NewBackOff: c.newBackoff})
 	c.creates = creates.New(creates.Options{Writer: c.attachments, Memory: c.mem, Abort: c.ops.Abort,
 		Wake: c.enqueueNode, Retry: c.nodeQueue.AddAfter, Clock: opts.Clock})
 	c.nodeStatus = nodestatus.New(nodestatus.Options{Nodes: c.nodes, Memory: c.mem, PVs: &c.lookups, Client: client, Writer: statusWriter,

@@ -15,8 +15,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 )
 
@@ -41,7 +41,7 @@ func expectationController(t *testing.T, objs ...*storagev1.VolumeAttachment) (*
 		client: client, opts: opts, vas: store, ops: report.NewOperations(1, nil, clk),
 		nodeQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
-	c.mem = memory.New(memory.Options{Store: stores{c}, Clock: clk, NewBackOff: c.newBackoff})
+	c.mem = attachstate.New(attachstate.Options{Store: stores{c}, Clock: clk, NewBackOff: c.newBackoff})
 	c.expectations = expectcheck.New(expectcheck.Options{Memory: c.mem, Store: stores{c}, Client: client, Clock: clk,
 		Abort: c.ops.Abort, Wake: c.enqueueNode})
 	t.Cleanup(c.nodeQueue.ShutDown)
@@ -65,11 +65,11 @@ func testVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 func TestCheckExpectationsReleasesReservationAfterRelist(t *testing.T) {
 	c, clk := expectationController(t)
 	va := testVA("csi-a", "n1", "pv1", "", "")
-	if other := c.mem.Reserve("n1", memory.Volume{Name: testVolume}); other != "" {
+	if other := c.mem.Reserve("n1", attachstate.Volume{Name: testVolume}); other != "" {
 		t.Fatalf("a free volume is held by %q", other)
 	}
 	c.mem.ExpectCreate(va, testVolume, clk.Now())
-	if other := c.mem.Reserve("n2", memory.Volume{Name: testVolume}); other != "n1" {
+	if other := c.mem.Reserve("n2", attachstate.Volume{Name: testVolume}); other != "n1" {
 		t.Fatalf("n2 found the volume held by %q, want n1", other)
 	}
 	c.mem.Created(testVA("csi-a", "n1", "pv1", "uid-1", "100"))
@@ -151,14 +151,14 @@ func TestDeleteEventBeforeCallReturns(t *testing.T) {
 func TestMultiAttachSeesAdcsCreateThroughout(t *testing.T) {
 	c := newHandlerController(t)
 	va := newTestVA("csi-a", "n1", "pv1")
-	if other := c.mem.Reserve("n1", memory.Volume{Name: testVolume}); other != "" {
+	if other := c.mem.Reserve("n1", attachstate.Volume{Name: testVolume}); other != "" {
 		t.Fatalf("a free volume is held by %q", other)
 	}
 	c.mem.ExpectCreate(va, testVolume, time.Now())
 	c.mem.Created(va)
 	check := func(step, want string) {
 		t.Helper()
-		if other := c.mem.Reserve("n2", memory.Volume{Name: testVolume}); other != want {
+		if other := c.mem.Reserve("n2", attachstate.Volume{Name: testVolume}); other != want {
 			t.Errorf("%s: reserving for n2 found %q, want %q", step, other, want)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -78,7 +78,7 @@ func TestHoldBacksOffOnlyWhenRetryIsDue(t *testing.T) {
 	c := &Controller{}
 	c.opts = Options{}.withDefaults()
 	c.opts.Backoff.RandomizationFactor = 0
-	c.mem = memory.New(memory.Options{Clock: c.opts.Clock, NewBackOff: c.newBackoff})
+	c.mem = attachstate.New(attachstate.Options{Clock: c.opts.Clock, NewBackOff: c.newBackoff})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	key := pairKey{Node: "n", Pod: "ns/p", Volume: "v"}
 	r, next := c.mem.Hold(key, "waiting", now)

@@ -14,7 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	detachv1alpha1 "github.com/migration-aware/adc/pkg/apis/detachpolicy/v1alpha1"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/readmodel"
@@ -293,6 +293,6 @@ func nodePairs(c *Controller, node string) []readmodel.PairState {
 }
 
 // volumeKeyOf is an in-tree volume as memory's ReadWriteOnce check takes it.
-func volumeKeyOf(v InTreeVolume) memory.Volume {
-	return memory.Volume{Name: v.Name, InTreeName: v.UniqueName}
+func volumeKeyOf(v InTreeVolume) attachstate.Volume {
+	return attachstate.Volume{Name: v.Name, InTreeName: v.UniqueName}
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The interleaving explorer reads the controller's memory only through package memory's
+// The interleaving explorer reads the controller's memory only through package attachstate's
 // read operations, here.
 
 // memExpectation is one pending VolumeAttachment create expectation, as the explorer judges it.
@@ -77,7 +77,7 @@ func memoryDigest(c *Controller) string {
 }
 
 // memoryLeftovers lists what the controller still remembers once the world has quiesced with
-// every pod deleted and every VolumeAttachment gone (memory.Leftovers, and the operations
+// every pod deleted and every VolumeAttachment gone (attachstate.Leftovers, and the operations
 // under way).
 func memoryLeftovers(c *Controller, liveNodes map[string]bool) []string {
 	out := c.mem.Leftovers(liveNodes)

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // Mutants put back, inside the harness, defects the explorer once found and that were fixed
@@ -175,13 +175,13 @@ func (h *harness) mutateNodeRead(name string) (*v1.Node, bool) {
 // pvKeyVolume is, for the pv-key mutant in world w, the key of a pair's volume in memory:
 // pv:<PersistentVolume name> for a PersistentVolume of a disk other than the disk's first
 // (the in-tree name, which finds in-tree attachments, stays), the unique name otherwise.
-func pvKeyVolume(w *worldSpec, id actual.Identity) memory.Volume {
+func pvKeyVolume(w *worldSpec, id actual.Identity) attachstate.Volume {
 	for _, v := range w.volumes {
 		if v.pv == id.PVName {
 			if w.pvsOf(w.uniqueName(v.pv))[0] == id.PVName {
 				return id.Key()
 			}
-			return memory.Volume{Name: "pv:" + id.PVName, InTreeName: id.InTreeName}
+			return attachstate.Volume{Name: "pv:" + id.PVName, InTreeName: id.InTreeName}
 		}
 	}
 	return id.Key()
@@ -197,7 +197,7 @@ func (h *harness) mutateInstall() (restore func()) {
 		// read and written at once.
 		w := h.w
 		prev := memoryVolume
-		memoryVolume = func(id actual.Identity) memory.Volume { return pvKeyVolume(w, id) }
+		memoryVolume = func(id actual.Identity) attachstate.Volume { return pvKeyVolume(w, id) }
 		return func() { memoryVolume = prev }
 	}
 	return func() {}

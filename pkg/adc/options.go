@@ -9,9 +9,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/intree"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/readmodel"
 	"github.com/migration-aware/adc/pkg/volumeattach"
@@ -81,7 +81,7 @@ type Options struct {
 // InTreeVolume identifies an in-tree volume for an InTreeAttacher. PV or Inline is set when
 // the controller knows the volume's spec; after a restart, a detach may only know UniqueName.
 // It is memory's type: in-tree attachments have no API object, memory holds them.
-type InTreeVolume = memory.InTreeVolume
+type InTreeVolume = attachstate.InTreeVolume
 
 // InTreeAttacher attaches volumes with in-tree volume plugins: Attach (returning the device
 // path for node status), Detach (a volume not attached is success) and VolumesAreAttached (by

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 )
 
 // The tests below each pin one of the defects issue #23 found by reading the code. Each failed
@@ -419,7 +419,7 @@ func TestInTreeAttachmentListedLaterIsLearned(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.syncNode("n1")
-	if other := f.c.mem.Reserve("n2", memory.Volume{Name: unique, InTreeName: unique}); other != "n1" {
+	if other := f.c.mem.Reserve("n2", attachstate.Volume{Name: unique, InTreeName: unique}); other != "n1" {
 		t.Fatalf("n2 could reserve %s, which node status of n1 lists (other = %q)", unique, other)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
 	"github.com/migration-aware/adc/pkg/adc/internal/expectcheck"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -16,14 +16,14 @@ import (
 // pod and VolumeAttachment informers, and stores, what memory and the expectation checker
 // read of them.
 //
-// adc's memory between reconciles lives in package memory (pkg/adc/internal/memory), behind
+// adc's memory between reconciles lives in package attachstate (pkg/adc/internal/attachstate), behind
 // its own lock, changed only through its operations; its invariants are stated and checked
 // there. The names below are the controller's views of its types.
 
 // pairKey names a pair the controller may hold; eventKey the Events of one pod and reason.
 type (
-	pairKey  = memory.PairKey
-	eventKey = memory.EventKey
+	pairKey  = attachstate.PairKey
+	eventKey = attachstate.EventKey
 )
 
 // stores is what memory and the expectation checker read of the controller's informer
@@ -31,7 +31,7 @@ type (
 type stores struct{ c *Controller }
 
 var (
-	_ memory.Store               = stores{}
+	_ attachstate.Store          = stores{}
 	_ migration.PVIdentityLookup = stores{}
 	_ expectcheck.Store          = stores{}
 )

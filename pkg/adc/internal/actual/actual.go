@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -20,7 +20,7 @@ import (
 // VolumeAttachment for CSI, an in-tree attachment otherwise.
 type Attachment struct {
 	VA     *storagev1.VolumeAttachment
-	InTree *memory.InTreeAttachment
+	InTree *attachstate.InTreeAttachment
 	// UniqueName is the name node status lists it under; empty when it cannot be known (a
 	// VolumeAttachment whose PersistentVolume is gone and that the node lists nowhere).
 	UniqueName string
@@ -101,9 +101,9 @@ type PVIdentity = migration.PVIdentityLookup
 // Read rebuilds the node's actual state from the VolumeAttachment cache, the creates the
 // cache has not shown yet, and the in-tree attachments (learned from the node's
 // status.volumesAttached, so a restart or a takeover from another controller keeps them).
-// Memory reads the store and its expectations in one step (memory.NodeAttachments), so a
+// Memory reads the store and its expectations in one step (attachstate.NodeAttachments), so a
 // VolumeAttachment the informer delivers meanwhile is in one of the two, never in neither.
-func Read(mem *memory.Memory, pvs PVIdentity, node *v1.Node) []*Attachment {
+func Read(mem *attachstate.State, pvs PVIdentity, node *v1.Node) []*Attachment {
 	view := mem.NodeAttachments(node)
 	atts := make([]*Attachment, 0, len(view.VolumeAttachments)+len(view.InTree))
 	for _, v := range view.VolumeAttachments {
@@ -124,7 +124,7 @@ func Read(mem *memory.Memory, pvs PVIdentity, node *v1.Node) []*Attachment {
 // when it created it, or the one its PersistentVolume named when it was observed), else from
 // its inline spec or PersistentVolume now, else from the node's lists (the object's own name
 // says which entry is its volume).
-func vaAttachment(pvs PVIdentity, v memory.ViewedVA, node *v1.Node) *Attachment {
+func vaAttachment(pvs PVIdentity, v attachstate.ViewedVA, node *v1.Node) *Attachment {
 	va := v.VA
 	a := &Attachment{
 		VA:       va,

@@ -7,7 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -39,7 +39,7 @@ func TestIdentify(t *testing.T) {
 
 func TestIndexFind(t *testing.T) {
 	va := &Attachment{VA: &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-a"}}, PVName: "p1", UniqueName: "kubernetes.io/csi/d^h", Volume: "kubernetes.io/csi/d^h"}
-	it := &Attachment{InTree: &memory.InTreeAttachment{}, UniqueName: "kubernetes.io/gce-pd/disk", Volume: "kubernetes.io/gce-pd/disk"}
+	it := &Attachment{InTree: &attachstate.InTreeAttachment{}, UniqueName: "kubernetes.io/gce-pd/disk", Volume: "kubernetes.io/gce-pd/disk"}
 	x := NewIndex([]*Attachment{va, it})
 	for _, tc := range []struct {
 		name string

@@ -1,7 +1,7 @@
 package actual
 
 import (
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 )
 
@@ -25,8 +25,8 @@ func Identify(d *migration.Decision, pvName, node string) Identity {
 }
 
 // Key is the identity as memory's ReadWriteOnce check takes it.
-func (id Identity) Key() memory.Volume {
-	return memory.Volume{Name: id.Volume, InTreeName: id.InTreeName}
+func (id Identity) Key() attachstate.Volume {
+	return attachstate.Volume{Name: id.Volume, InTreeName: id.InTreeName}
 }
 
 // Index finds the existing attachment of a desired volume on the node.

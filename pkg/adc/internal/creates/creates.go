@@ -27,7 +27,7 @@ import (
 const QueueName = "adc_create"
 
 // Job is one VolumeAttachment a node reconcile decided to create: its expectation is
-// recorded (memory.ExpectCreate) and, for a ReadWriteOnce volume, its reservation taken
+// recorded (attachstate.ExpectCreate) and, for a ReadWriteOnce volume, its reservation taken
 // before the job is queued, so nothing can decide a second attach of the volume while the
 // job waits for a worker.
 type Job struct {
@@ -39,7 +39,7 @@ type Job struct {
 	PodVolume string
 }
 
-// Memory is what the queue settles in adc's memory (memory.Memory): a create stored,
+// Memory is what the queue settles in adc's memory (attachstate.State): a create stored,
 // refused (the reservation goes; it returns the nodes that waited for it), or unknown.
 type Memory interface {
 	Created(stored *storagev1.VolumeAttachment)

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/cached"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
 )
 
 // ttl is how long an expectation is trusted without proof in the fallback mode (an informer
@@ -34,7 +34,7 @@ type Store interface {
 
 // Options are what the checker reads and tells.
 type Options struct {
-	Memory *memory.Memory
+	Memory *attachstate.State
 	Store  Store
 	Client kubernetes.Interface
 	Clock  clock.PassiveClock
@@ -108,7 +108,7 @@ func (c *Checker) Check(ctx context.Context) {
 
 // checkUncertain reads the object of an uncertain create and tells memory what it found. A
 // failed read leaves it for the next check.
-func (c *Checker) checkUncertain(ctx context.Context, e memory.Expectation) []string {
+func (c *Checker) checkUncertain(ctx context.Context, e attachstate.Expectation) []string {
 	va, err := c.opts.Client.StorageV1().VolumeAttachments().Get(ctx, e.VA.Name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Reading a VolumeAttachment whose create timed out failed; will retry", "volumeAttachment", klog.KObj(e.VA), "err", err)
@@ -121,7 +121,7 @@ func (c *Checker) checkUncertain(ctx context.Context, e memory.Expectation) []st
 }
 
 // judge decides one stored create expectation against the informer store.
-func (c *Checker) judge(ctx context.Context, e memory.Expectation, storeRV string, now time.Time) verdict {
+func (c *Checker) judge(ctx context.Context, e attachstate.Expectation, storeRV string, now time.Time) verdict {
 	if obj, ok, _ := c.opts.Store.GetByKey(e.VA.Name); ok {
 		va, isVA := cached.VAOf(obj)
 		if !isVA {

@@ -14,7 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 )
 
 func testVA(name, uid, rv string) *storagev1.VolumeAttachment {
@@ -64,8 +64,8 @@ func TestJudge(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := New(Options{Memory: memory.New(memory.Options{Clock: clk}), Store: store, Client: client, Clock: clk})
-			e := memory.Expectation{VA: created, Stored: true, Since: clk.Now().Add(-tc.age)}
+			c := New(Options{Memory: attachstate.New(attachstate.Options{Clock: clk}), Store: store, Client: client, Clock: clk})
+			e := attachstate.Expectation{VA: created, Stored: true, Since: clk.Now().Add(-tc.age)}
 			_, ctx := ktesting.NewTestContext(t)
 			if got := c.judge(ctx, e, tc.storeRV, clk.Now()); got != tc.want {
 				t.Errorf("verdict = %d, want %d", got, tc.want)

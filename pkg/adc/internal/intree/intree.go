@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/adc/internal/report"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/readmodel"
@@ -26,18 +26,18 @@ import (
 // implement). Without it, in-tree pairs are held with a Warning Event.
 type Attacher interface {
 	// Attach attaches the volume to the node and returns the device path for node status.
-	Attach(ctx context.Context, volume memory.InTreeVolume, nodeName string) (devicePath string, err error)
+	Attach(ctx context.Context, volume attachstate.InTreeVolume, nodeName string) (devicePath string, err error)
 	// Detach detaches the volume from the node; a volume that is not attached is success.
-	Detach(ctx context.Context, volume memory.InTreeVolume, nodeName string) error
+	Detach(ctx context.Context, volume attachstate.InTreeVolume, nodeName string) error
 	// VolumesAreAttached reports, by unique name, which volumes are still attached.
-	VolumesAreAttached(ctx context.Context, volumes []memory.InTreeVolume, nodeName string) (map[string]bool, error)
+	VolumesAreAttached(ctx context.Context, volumes []attachstate.InTreeVolume, nodeName string) (map[string]bool, error)
 }
 
 // Options are the attacher and what its answers are recorded in.
 type Options struct {
 	// Attacher is nil when the host provides none.
 	Attacher Attacher
-	Memory   *memory.Memory
+	Memory   *attachstate.State
 	Ops      *report.Operations
 	Clock    clock.PassiveClock
 	// VerifyPeriod is how often a node's remembered attachments are verified.
@@ -59,7 +59,7 @@ func (p *Plugins) Available() bool { return p.opts.Attacher != nil }
 // reservation the reconcile took for the attach (of vol.Name) ends with the answer: memory
 // remembers the attachment, with its device path, if it was made; if not, the nodes that
 // waited for the volume are woken, since it is free again.
-func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node string) (devicePath string, err error) {
+func (p *Plugins) Attach(ctx context.Context, vol attachstate.InTreeVolume, node string) (devicePath string, err error) {
 	start := p.opts.Clock.Now()
 	devicePath, err = p.opts.Attacher.Attach(ctx, vol, node)
 	p.opts.Ops.InTree(readmodel.OperationAttach, node, vol.UniqueName, vol.Plugin, start, err)
@@ -74,7 +74,7 @@ func (p *Plugins) Attach(ctx context.Context, vol memory.InTreeVolume, node stri
 // Detach detaches the volume from the node and records the operation (forced: the reason
 // label of a forced detach, or ""). Once detached, memory forgets the attachment and the
 // nodes that waited for the volume are woken.
-func (p *Plugins) Detach(ctx context.Context, vol memory.InTreeVolume, node, forced string) error {
+func (p *Plugins) Detach(ctx context.Context, vol attachstate.InTreeVolume, node, forced string) error {
 	start := p.opts.Clock.Now()
 	err := p.opts.Attacher.Detach(ctx, vol, node)
 	p.opts.Ops.InTree(readmodel.OperationDetach, node, vol.UniqueName, vol.Plugin, start, err)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/migration-aware/adc/pkg/adc/internal/actual"
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -36,7 +36,7 @@ type Budget interface {
 // Options are what the updater reads and writes through.
 type Options struct {
 	Nodes  corelisters.NodeLister
-	Memory *memory.Memory
+	Memory *attachstate.State
 	PVs    actual.PVIdentity
 	// Client reads the VolumeAttachments that prove a removal; Writer patches node status.
 	Client kubernetes.Interface

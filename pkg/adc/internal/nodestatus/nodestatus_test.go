@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/migration-aware/adc/pkg/adc/internal/memory"
+	"github.com/migration-aware/adc/pkg/adc/internal/attachstate"
 	"github.com/migration-aware/adc/pkg/migration"
 	"github.com/migration-aware/adc/pkg/volumeattach"
 )
@@ -147,7 +147,7 @@ func (noPVs) PVCSIIdentity(string) (string, string, bool) { return "", "", false
 // would otherwise block every patch too.
 type fixture struct {
 	u      *Updater
-	mem    *memory.Memory
+	mem    *attachstate.State
 	nodes  cache.Indexer
 	store  *vaStore
 	reads  *fake.Clientset
@@ -168,7 +168,7 @@ func newFixture(t *testing.T, nodes ...*v1.Node) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.mem = memory.New(memory.Options{Store: f.store, Clock: clock.RealClock{}})
+	f.mem = attachstate.New(attachstate.Options{Store: f.store, Clock: clock.RealClock{}})
 	f.u = New(Options{
 		Nodes:  corelisters.NewNodeLister(f.nodes),
 		Memory: f.mem,

@@ -1,9 +1,12 @@
-// Package memory is adc's memory between reconciles: what the controller cannot read back
-// from its informer caches, or cannot read back yet. Everything else is derived from the
-// caches on every reconcile, so a restart loses nothing that matters.
+// Package attachstate is the attach state adc keeps between reconciles: the actual state its
+// informer caches cannot show (in-tree attachments, what a node's status lists) or cannot show
+// yet (creates sent, detaches decided), and adc's expectations of them (create expectations,
+// ReadWriteOnce reservations, detaching marks). Everything else is derived from the caches on
+// every reconcile, so a restart loses nothing that matters. The controller calls it its
+// memory (Controller.mem).
 //
-// One type, Memory, owns this state and its lock. The controller changes it only through
-// Memory's operations; each runs under the lock in one step and keeps the invariants below.
+// One type, State, owns this state and its lock. The controller changes it only through
+// State's operations; each runs under the lock in one step and keeps the invariants below.
 // Tests call Check after every step they drive (the safety tests, the interleaving explorer).
 //
 //   - ReadWriteOnce exclusivity: from the moment a volume is reserved for a node (Reserve)
@@ -23,7 +26,7 @@
 //     the Node store holds or that still have VolumeAttachments (in the store or expected);
 //     per-pod holds and Events only while the node's last reconcile renewed them; nothing
 //     grows with churn (Check, Leftovers).
-package memory
+package attachstate
 
 import (
 	"sync"
@@ -65,7 +68,7 @@ type Options struct {
 
 // Memory is adc's memory between reconciles, behind one lock (see the package comment for
 // its invariants). The zero value is not usable: use New.
-type Memory struct {
+type State struct {
 	opts Options
 	mu   sync.Mutex
 
@@ -115,8 +118,8 @@ type Memory struct {
 }
 
 // New returns an empty Memory.
-func New(opts Options) *Memory {
-	return &Memory{
+func New(opts Options) *State {
+	return &State{
 		opts:            opts,
 		expected:        newExpectations(),
 		sources:         newVASources(),
@@ -139,7 +142,7 @@ func New(opts Options) *Memory {
 
 // Busy reports whether an operation holds the lock now. A test harness that parks threads
 // at store reads uses it to never park one inside an operation.
-func (m *Memory) Busy() bool {
+func (m *State) Busy() bool {
 	if m.mu.TryLock() {
 		m.mu.Unlock()
 		return false
@@ -156,7 +159,7 @@ type waiting struct {
 }
 
 // takeWaitersLocked returns and forgets the nodes waiting for the volume.
-func (m *Memory) takeWaitersLocked(volume string) []string {
+func (m *State) takeWaitersLocked(volume string) []string {
 	if volume == "" {
 		return nil
 	}
@@ -175,7 +178,7 @@ func (m *Memory) takeWaitersLocked(volume string) []string {
 // volumeOfInTreeLocked is the unique name of the volume an in-tree attachment attaches: the
 // one adc decided when it attached it, else the one a waiting node decided for the in-tree
 // name (an attachment learned from node status knows only that), else the in-tree name.
-func (m *Memory) volumeOfInTreeLocked(it InTreeAttachment) string {
+func (m *State) volumeOfInTreeLocked(it InTreeAttachment) string {
 	if it.Volume.Name != "" {
 		return it.Volume.Name
 	}

@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"time"
@@ -22,7 +22,7 @@ type heldPair struct {
 // Hold records that a pair is held and returns its retry count and next retry time. The
 // backoff advances only when a scheduled retry is due, not on every event that re-decides
 // the node.
-func (m *Memory) Hold(key PairKey, reason string, now time.Time) (int, time.Time) {
+func (m *State) Hold(key PairKey, reason string, now time.Time) (int, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h := m.held[key.Node][key]
@@ -43,7 +43,7 @@ func (m *Memory) Hold(key PairKey, reason string, now time.Time) (int, time.Time
 
 // EventChanged records message as the last Event of the node's key and reports whether it
 // differs from the one recorded before: one Event per pod and reason, not one per retry.
-func (m *Memory) EventChanged(node string, key EventKey, message string) bool {
+func (m *State) EventChanged(node string, key EventKey, message string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.events[node][key] == message {
@@ -60,7 +60,7 @@ func (m *Memory) EventChanged(node string, key EventKey, message string) bool {
 // reconcile did not renew (pairs no longer held, volumes no longer waited for, conditions
 // cleared, pods gone), so a pair held again later starts a fresh backoff and gets a fresh
 // Event, and nothing outlives its pod.
-func (m *Memory) ForgetUnrenewed(node string, held map[PairKey]bool, waitingFor map[string]bool, events map[EventKey]bool) {
+func (m *State) ForgetUnrenewed(node string, held map[PairKey]bool, waitingFor map[string]bool, events map[EventKey]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pruneWaitersLocked(node, waitingFor)

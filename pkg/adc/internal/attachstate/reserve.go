@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import "sort"
 
@@ -17,7 +17,7 @@ type Volume struct {
 // its attachment shows up in the sources. ReadWriteOnce attaches call it before their
 // create, so two workers never attach one volume to two nodes, whatever PersistentVolume or
 // mechanism names it.
-func (m *Memory) Reserve(node string, v Volume) (other string) {
+func (m *State) Reserve(node string, v Volume) (other string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if v.Name == "" {
@@ -61,7 +61,7 @@ func (m *Memory) Reserve(node string, v Volume) (other string) {
 }
 
 // inTreeNodeOtherThanLocked returns a node other than node with an in-tree attachment of v.
-func (m *Memory) inTreeNodeOtherThanLocked(v Volume, node string) string {
+func (m *State) inTreeNodeOtherThanLocked(v Volume, node string) string {
 	var nodes []string
 	for n, byName := range m.inTree {
 		if n == node {
@@ -83,7 +83,7 @@ func (m *Memory) inTreeNodeOtherThanLocked(v Volume, node string) string {
 
 // Release drops node's reservation of a volume (an in-tree attach that failed) and returns
 // the nodes that waited for it: they may attach the volume now.
-func (m *Memory) Release(volume, node string) []string {
+func (m *State) Release(volume, node string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.releaseLocked(volume, node) {
@@ -93,7 +93,7 @@ func (m *Memory) Release(volume, node string) []string {
 }
 
 // releaseLocked drops node's reservation of the volume and reports whether it had one.
-func (m *Memory) releaseLocked(volume, node string) bool {
+func (m *State) releaseLocked(volume, node string) bool {
 	if volume == "" || m.reservations[volume] != node {
 		return false
 	}
@@ -104,7 +104,7 @@ func (m *Memory) releaseLocked(volume, node string) bool {
 // pruneWaitersLocked forgets node as a waiter of every volume but those of waitingFor: its
 // last reconcile no longer waits for them (the pod left, the volume was attached), so
 // nothing is kept for a wait that is over.
-func (m *Memory) pruneWaitersLocked(node string, waitingFor map[string]bool) {
+func (m *State) pruneWaitersLocked(node string, waitingFor map[string]bool) {
 	for volume, w := range m.waiters {
 		if w.nodes[node] && !waitingFor[volume] {
 			delete(w.nodes, node)

@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import "github.com/migration-aware/adc/pkg/migration"
 
@@ -10,7 +10,7 @@ import "github.com/migration-aware/adc/pkg/migration"
 // detach side asks the rule the pod side asked.
 
 // NoteDetachVolume records what policies select the volume by, as a pod using it says.
-func (m *Memory) NoteDetachVolume(volume string, v migration.DetachVolume) {
+func (m *State) NoteDetachVolume(volume string, v migration.DetachVolume) {
 	if volume == "" {
 		return
 	}
@@ -21,7 +21,7 @@ func (m *Memory) NoteDetachVolume(volume string, v migration.DetachVolume) {
 
 // DetachVolume returns what a pod said policies select the volume by, if one did while the
 // volume was attached.
-func (m *Memory) DetachVolume(volume string) (migration.DetachVolume, bool) {
+func (m *State) DetachVolume(volume string) (migration.DetachVolume, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.detachVolumes[volume]
@@ -29,7 +29,7 @@ func (m *Memory) DetachVolume(volume string) (migration.DetachVolume, bool) {
 }
 
 // pruneDetachVolumeLocked forgets what was noted for a volume once nothing attaches it.
-func (m *Memory) pruneDetachVolumeLocked(volume string) {
+func (m *State) pruneDetachVolumeLocked(volume string) {
 	if _, ok := m.detachVolumes[volume]; !ok || volume == "" {
 		return
 	}

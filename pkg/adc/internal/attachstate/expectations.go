@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"time"
@@ -25,7 +25,7 @@ import (
 
 // ExpectCreate records a create about to be sent, of the VolumeAttachment of volume (its
 // unique name).
-func (m *Memory) ExpectCreate(va *storagev1.VolumeAttachment, volume string, now time.Time) {
+func (m *State) ExpectCreate(va *storagev1.VolumeAttachment, volume string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expected.add(&expectedVA{va: va, volume: volume, since: now})
@@ -34,7 +34,7 @@ func (m *Memory) ExpectCreate(va *storagev1.VolumeAttachment, volume string, now
 // Created records what the API server stored for an expected create. When the informer
 // store already holds that very object, the create is observed now (observeLocked), so the
 // expectation ends with the object in the sources whether or not the handler has run.
-func (m *Memory) Created(stored *storagev1.VolumeAttachment) {
+func (m *State) Created(stored *storagev1.VolumeAttachment) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.expected.get(stored.Name)
@@ -49,7 +49,7 @@ func (m *Memory) Created(stored *storagev1.VolumeAttachment) {
 
 // CreateFailed forgets a create the API server refused and the reservation made for it, and
 // returns the nodes that waited for that reservation: they may attach the volume now.
-func (m *Memory) CreateFailed(va *storagev1.VolumeAttachment, volume string) []string {
+func (m *State) CreateFailed(va *storagev1.VolumeAttachment, volume string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.expected.remove(va.Name)
@@ -62,7 +62,7 @@ func (m *Memory) CreateFailed(va *storagev1.VolumeAttachment, volume string) []s
 // CreateUncertain keeps the expectation of a create whose answer did not say whether the
 // object was stored (a timeout, a lost connection): the checker reads the object and tells
 // ResolveUncertain.
-func (m *Memory) CreateUncertain(va *storagev1.VolumeAttachment, now time.Time) {
+func (m *State) CreateUncertain(va *storagev1.VolumeAttachment, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.expected.get(va.Name); e != nil && !e.stored {
@@ -74,7 +74,7 @@ func (m *Memory) CreateUncertain(va *storagev1.VolumeAttachment, now time.Time) 
 // nothing): the object adc sent, so the expectation goes on as any stored one, or not, so it
 // ends with its reservation. It returns the nodes to wake (the waiters and the create's own
 // node) when it ended.
-func (m *Memory) ResolveUncertain(name string, found *storagev1.VolumeAttachment) []string {
+func (m *State) ResolveUncertain(name string, found *storagev1.VolumeAttachment) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.expected.get(name)
@@ -91,14 +91,14 @@ func (m *Memory) ResolveUncertain(name string, found *storagev1.VolumeAttachment
 
 // RequestDelete records a delete about to be sent, before it is sent: the informer's delete
 // event may come before the call returns.
-func (m *Memory) RequestDelete(va *storagev1.VolumeAttachment, now time.Time) {
+func (m *State) RequestDelete(va *storagev1.VolumeAttachment, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.deletes[va.Name] = deleteRequest{uid: va.UID, at: now}
 }
 
 // CancelDelete forgets a delete that failed.
-func (m *Memory) CancelDelete(va *storagev1.VolumeAttachment) {
+func (m *State) CancelDelete(va *storagev1.VolumeAttachment) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.deletes[va.Name]; ok && r.uid == va.UID {
@@ -107,13 +107,13 @@ func (m *Memory) CancelDelete(va *storagev1.VolumeAttachment) {
 }
 
 // DeleteRequested reports whether adc sent the delete of this very object.
-func (m *Memory) DeleteRequested(va *storagev1.VolumeAttachment) bool {
+func (m *State) DeleteRequested(va *storagev1.VolumeAttachment) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.deleteRequestedLocked(va)
 }
 
-func (m *Memory) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool {
+func (m *State) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool {
 	r, ok := m.deletes[va.Name]
 	return ok && va.UID != "" && r.uid == va.UID
 }
@@ -121,7 +121,7 @@ func (m *Memory) deleteRequestedLocked(va *storagev1.VolumeAttachment) bool {
 // Observed is told by the VolumeAttachment handler that the informer shows va. It reports
 // whether the object is the one adc created and was waiting to see (its create returned with
 // this UID).
-func (m *Memory) Observed(va *storagev1.VolumeAttachment) (created bool) {
+func (m *State) Observed(va *storagev1.VolumeAttachment) (created bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.observeLocked(va)
@@ -133,7 +133,7 @@ func (m *Memory) Observed(va *storagev1.VolumeAttachment) (created bool) {
 // (same UID) ends, so the ReadWriteOnce check always finds it in one of the two. An
 // expectation of another object under the name ends only when va is newer than it (a
 // replacement); an older object, or one seen before adc's create returned, leaves it pending.
-func (m *Memory) observeLocked(va *storagev1.VolumeAttachment) (created bool) {
+func (m *State) observeLocked(va *storagev1.VolumeAttachment) (created bool) {
 	e := m.expected.get(va.Name)
 	if e != nil && e.node == va.Spec.NodeName && e.volume != "" {
 		// adc's own create: filed under the volume it was decided for.
@@ -169,7 +169,7 @@ func newerThan(a, b *storagev1.VolumeAttachment) bool {
 // Gone is told by the VolumeAttachment handler that the informer shows va deleted (a
 // tombstone may have no UID: it ends what is under the name). It returns the nodes that
 // waited for that volume to leave its node.
-func (m *Memory) Gone(va *storagev1.VolumeAttachment) []string {
+func (m *State) Gone(va *storagev1.VolumeAttachment) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	volume := m.sources.remove(va)
@@ -205,14 +205,14 @@ func (m *Memory) Gone(va *storagev1.VolumeAttachment) []string {
 }
 
 // dropExpectationLocked ends a create expectation and the reservation it guarded.
-func (m *Memory) dropExpectationLocked(e *expectedVA) {
+func (m *State) dropExpectationLocked(e *expectedVA) {
 	m.expected.remove(e.va.Name)
 	m.releaseLocked(e.volume, e.va.Spec.NodeName)
 }
 
 // reservationsOfLocked returns the reservations (volume -> node) that va, on its node, now
 // holds in their place: the reservation of its volume for its node.
-func (m *Memory) reservationsOfLocked(va *storagev1.VolumeAttachment) map[string]string {
+func (m *State) reservationsOfLocked(va *storagev1.VolumeAttachment) map[string]string {
 	node := va.Spec.NodeName
 	if volume, ok := m.sources.volumeOf[va.Name]; ok {
 		if m.reservations[volume] == node {
@@ -245,7 +245,7 @@ type Expectation struct {
 
 // CheckerWork returns what the expectation checker has to judge: the stored and the uncertain
 // create expectations (in name order) and the names of the deletes sent.
-func (m *Memory) CheckerWork() (stored, uncertain []Expectation, deletes []string) {
+func (m *State) CheckerWork() (stored, uncertain []Expectation, deletes []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, name := range sortedKeys(m.expected.byName) {
@@ -265,7 +265,7 @@ func (m *Memory) CheckerWork() (stored, uncertain []Expectation, deletes []strin
 // ObserveFromStore ends the stored expectation of the object (name, uid) if the store holds
 // that very object: it is observed from the store, its handler may not have run. It never
 // ends the expectation without the object in the sources.
-func (m *Memory) ObserveFromStore(name string, uid types.UID) {
+func (m *State) ObserveFromStore(name string, uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.expected.get(name)
@@ -280,7 +280,7 @@ func (m *Memory) ObserveFromStore(name string, uid types.UID) {
 // ExpectationGone ends the stored expectation of the object (name, uid), which the checker
 // proved deleted (or replaced) while the informer did not show it. It returns whether it
 // ended, and the nodes to wake (the waiters and the create's own node).
-func (m *Memory) ExpectationGone(name string, uid types.UID) (ended bool, wake []string) {
+func (m *State) ExpectationGone(name string, uid types.UID) (ended bool, wake []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.expected.get(name)
@@ -293,7 +293,7 @@ func (m *Memory) ExpectationGone(name string, uid types.UID) (ended bool, wake [
 
 // ExpectationVerified records that a GET confirmed the expectation's object, in the fallback
 // for a store without a resourceVersion.
-func (m *Memory) ExpectationVerified(name string, now time.Time) {
+func (m *State) ExpectationVerified(name string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.expected.get(name); cur != nil {
@@ -303,7 +303,7 @@ func (m *Memory) ExpectationVerified(name string, now time.Time) {
 
 // PruneDeleteRequest forgets a delete request once neither the store nor a create
 // expectation holds the object it was for: nothing can be judged by it any more.
-func (m *Memory) PruneDeleteRequest(name string) {
+func (m *State) PruneDeleteRequest(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.deletes[name]

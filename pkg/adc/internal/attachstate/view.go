@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"sort"
@@ -33,7 +33,7 @@ type ViewedVA struct {
 // (under the same lock), so a VolumeAttachment the informer delivers meanwhile is either in
 // this read of the store or still expected, never in neither. It first learns the in-tree
 // volumes the node's status lists that memory does not hold (learnInTreeLocked).
-func (m *Memory) NodeAttachments(node *v1.Node) NodeView {
+func (m *State) NodeAttachments(node *v1.Node) NodeView {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stored := m.opts.Store.VolumeAttachmentsOnNode(node.Name)

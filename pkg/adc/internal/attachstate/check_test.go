@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
 
-func newTestMemory(nodes ...string) (*Memory, *fakeStore) {
+func newTestMemory(nodes ...string) (*State, *fakeStore) {
 	store := &fakeStore{vas: map[string]*storagev1.VolumeAttachment{}, nodes: map[string]bool{}}
 	for _, n := range nodes {
 		store.nodes[n] = true
@@ -73,27 +73,27 @@ func storedVA(name, node, pv, uid, rv string) *storagev1.VolumeAttachment {
 func TestCheckFindsBrokenMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		corrupt func(m *Memory)
+		corrupt func(m *State)
 	}{
-		{"expectation missing from its node index", func(m *Memory) {
+		{"expectation missing from its node index", func(m *State) {
 			m.expected.add(&expectedVA{va: storedVA("csi-a", "n1", "pv1", "", "")})
 			delete(m.expected.byNode["n1"], "csi-a")
 		}},
-		{"expectation of a volume reserved for another node", func(m *Memory) {
+		{"expectation of a volume reserved for another node", func(m *State) {
 			m.expected.add(&expectedVA{va: storedVA("csi-a", "n1", "pv1", "", ""), volume: vol1})
 			m.reservations[vol1] = "n2"
 		}},
-		{"in-tree attachment both held and forgotten", func(m *Memory) {
+		{"in-tree attachment both held and forgotten", func(m *State) {
 			m.inTree["n1"] = map[string]InTreeAttachment{"kubernetes.io/gce-pd/a": {}}
 			m.inTreeForgotten["n1"] = map[string]bool{"kubernetes.io/gce-pd/a": true}
 		}},
-		{"verification time of a node without in-tree attachments", func(m *Memory) {
+		{"verification time of a node without in-tree attachments", func(m *State) {
 			m.inTreeVerified["n1"] = time.Now()
 		}},
-		{"Event memory of a node that is gone", func(m *Memory) {
+		{"Event memory of a node that is gone", func(m *State) {
 			m.events["gone"] = map[EventKey]string{{Pod: "ns/a", Reason: "r"}: "m"}
 		}},
-		{"backoff of a node that is gone", func(m *Memory) {
+		{"backoff of a node that is gone", func(m *State) {
 			m.held["gone"] = map[PairKey]*heldPair{{Node: "gone"}: {}}
 		}},
 	} {

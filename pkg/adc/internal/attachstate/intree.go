@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"sort"
@@ -38,14 +38,14 @@ type InTreeAttachment struct {
 // the volume (vol.Name) in the same step: the attachment holds the volume from then on.
 // Released first and recorded after, a second node's Reserve could find the volume held by
 // neither and attach a ReadWriteOnce volume twice.
-func (m *Memory) InTreeAttached(node string, vol InTreeVolume, devicePath string) {
+func (m *State) InTreeAttached(node string, vol InTreeVolume, devicePath string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.addInTreeLocked(node, InTreeAttachment{Volume: vol, DevicePath: devicePath})
 	m.releaseLocked(vol.Name, node)
 }
 
-func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {
+func (m *State) addInTreeLocked(node string, it InTreeAttachment) {
 	if m.inTree[node] == nil {
 		m.inTree[node] = map[string]InTreeAttachment{}
 		// Verified from now on, every verify period (InTreeDue).
@@ -61,7 +61,7 @@ func (m *Memory) addInTreeLocked(node string, it InTreeAttachment) {
 // ForgetInTree drops an in-tree attachment that is detached (adc detached it, or the attacher
 // reports it detached) and returns the nodes waiting for it. Node status may still list it
 // until the status worker's next write: it is not learned again from that (a tombstone).
-func (m *Memory) ForgetInTree(node, unique string) []string {
+func (m *State) ForgetInTree(node, unique string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it, ok := m.inTree[node][unique]
@@ -88,7 +88,7 @@ func (m *Memory) ForgetInTree(node, unique string) []string {
 // node. It reads status as adc knows it (volumesAttachedNowLocked: adc's own last write while
 // the informer has not shown it). A volume adc dropped itself is not learned again from a
 // status that still lists it; that tombstone goes once status no longer lists it.
-func (m *Memory) learnInTreeLocked(node *v1.Node) {
+func (m *State) learnInTreeLocked(node *v1.Node) {
 	have := m.volumesAttachedNowLocked(node)
 	forgotten := m.inTreeForgotten[node.Name]
 	var listed map[string]bool
@@ -138,13 +138,13 @@ func pluginOfUniqueName(name string) string {
 }
 
 // InTreeOf returns the node's in-tree attachments, by unique name order.
-func (m *Memory) InTreeOf(node string) []InTreeAttachment {
+func (m *State) InTreeOf(node string) []InTreeAttachment {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.inTreeOfLocked(node)
 }
 
-func (m *Memory) inTreeOfLocked(node string) []InTreeAttachment {
+func (m *State) inTreeOfLocked(node string) []InTreeAttachment {
 	out := make([]InTreeAttachment, 0, len(m.inTree[node]))
 	for _, it := range m.inTree[node] {
 		out = append(out, it)
@@ -156,7 +156,7 @@ func (m *Memory) inTreeOfLocked(node string) []InTreeAttachment {
 // InTreeDue returns the node's in-tree volumes to verify with the attacher now, and marks
 // them verified; or, when they were verified less than period ago, how long until they are
 // due. Both are empty when the node has no in-tree attachment.
-func (m *Memory) InTreeDue(node string, now time.Time, period time.Duration) ([]InTreeVolume, time.Duration) {
+func (m *State) InTreeDue(node string, now time.Time, period time.Duration) ([]InTreeVolume, time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.inTree[node]) == 0 {

@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"time"
@@ -17,7 +17,7 @@ type writtenStatus struct {
 // MarkDetaching asks the status worker to drop a volume from the node's status before it is
 // detached. The controller marks only after the fresh read of the node that allowed the
 // detach: the mark is the evidence UnprovenRemovals accepts.
-func (m *Memory) MarkDetaching(node, unique string) {
+func (m *State) MarkDetaching(node, unique string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.detaching[node] == nil {
@@ -28,7 +28,7 @@ func (m *Memory) MarkDetaching(node, unique string) {
 
 // PruneDetaching forgets the node's detaches whose attachment is gone (present lists the
 // unique names of the attachments the node still has): they are over.
-func (m *Memory) PruneDetaching(node string, present map[string]bool) {
+func (m *State) PruneDetaching(node string, present map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for unique := range m.detaching[node] {
@@ -43,7 +43,7 @@ func (m *Memory) PruneDetaching(node string, present map[string]bool) {
 
 // CancelDetach is called when a volume being detached is needed again before its detach
 // started: it goes back into the node's status.
-func (m *Memory) CancelDetach(node, unique string) {
+func (m *State) CancelDetach(node, unique string) {
 	if unique == "" {
 		return
 	}
@@ -58,7 +58,7 @@ func (m *Memory) CancelDetach(node, unique string) {
 // SetCreating records how many CSI attaches the node's running reconcile may decide; with
 // the not-yet-attached VolumeAttachments and the expected creates (queued or in flight) they
 // keep its status pending.
-func (m *Memory) SetCreating(node string, n int) {
+func (m *State) SetCreating(node string, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n <= 0 {
@@ -70,7 +70,7 @@ func (m *Memory) SetCreating(node string, n int) {
 
 // StatusInputs returns what the node's status list depends on besides the caches: the unique
 // names being detached, and how many attaches are decided and not yet created.
-func (m *Memory) StatusInputs(node string) (detaching map[string]bool, creating int) {
+func (m *State) StatusInputs(node string) (detaching map[string]bool, creating int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	detaching = make(map[string]bool, len(m.detaching[node]))
@@ -83,7 +83,7 @@ func (m *Memory) StatusInputs(node string) (detaching map[string]bool, creating 
 // UnprovenRemovals returns the volumes of have that kept leaves out and that memory cannot
 // prove detached: no detaching mark (made after the fresh read of the node) and no in-tree
 // tombstone. The status writer must read those from the API server before it drops them.
-func (m *Memory) UnprovenRemovals(node string, kept map[v1.UniqueVolumeName]bool, have []v1.AttachedVolume) []v1.AttachedVolume {
+func (m *State) UnprovenRemovals(node string, kept map[v1.UniqueVolumeName]bool, have []v1.AttachedVolume) []v1.AttachedVolume {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var unsure []v1.AttachedVolume
@@ -99,7 +99,7 @@ func (m *Memory) UnprovenRemovals(node string, kept map[v1.UniqueVolumeName]bool
 
 // RemovesDetaching reports whether going from have to what kept holds drops a volume that is
 // being detached.
-func (m *Memory) RemovesDetaching(node string, kept map[v1.UniqueVolumeName]bool, have []v1.AttachedVolume) bool {
+func (m *State) RemovesDetaching(node string, kept map[v1.UniqueVolumeName]bool, have []v1.AttachedVolume) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, v := range have {
@@ -112,7 +112,7 @@ func (m *Memory) RemovesDetaching(node string, kept map[v1.UniqueVolumeName]bool
 
 // Wrote remembers a status write (the resourceVersion it produced) until the Node informer
 // shows it.
-func (m *Memory) Wrote(node, resourceVersion string, volumes []v1.AttachedVolume) {
+func (m *State) Wrote(node, resourceVersion string, volumes []v1.AttachedVolume) {
 	if resourceVersion == "" {
 		return
 	}
@@ -125,13 +125,13 @@ func (m *Memory) Wrote(node, resourceVersion string, volumes []v1.AttachedVolume
 // copy, or what adc last wrote when the informer has not shown that write yet (its Node
 // watch may be far behind), so a status write is neither repeated nor missed because of a
 // stale cache.
-func (m *Memory) VolumesAttachedNow(node *v1.Node) []v1.AttachedVolume {
+func (m *State) VolumesAttachedNow(node *v1.Node) []v1.AttachedVolume {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.volumesAttachedNowLocked(node)
 }
 
-func (m *Memory) volumesAttachedNowLocked(node *v1.Node) []v1.AttachedVolume {
+func (m *State) volumesAttachedNowLocked(node *v1.Node) []v1.AttachedVolume {
 	w, ok := m.written[node.Name]
 	if !ok {
 		return node.Status.VolumesAttached
@@ -145,7 +145,7 @@ func (m *Memory) volumesAttachedNowLocked(node *v1.Node) []v1.AttachedVolume {
 
 // UnlistedSince returns when the node's oldest attached-but-unlisted volume was first seen,
 // recording now if none was: it bounds how long coalescing may delay the node's status.
-func (m *Memory) UnlistedSince(node string, now time.Time) time.Time {
+func (m *State) UnlistedSince(node string, now time.Time) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.unlistedSince[node]
@@ -157,7 +157,7 @@ func (m *Memory) UnlistedSince(node string, now time.Time) time.Time {
 }
 
 // ClearUnlisted records that the node's status lists every attached volume.
-func (m *Memory) ClearUnlisted(node string) {
+func (m *State) ClearUnlisted(node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.unlistedSince, node)

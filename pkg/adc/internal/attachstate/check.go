@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ import (
 // Invariants that need the API server's truth (ReadWriteOnce exclusivity across nodes, no
 // detach of a volume in use, node status dropping only what is detached) are checked by the
 // tests against their recorded API, as the interleaving explorer does.
-func (m *Memory) Check() error {
+func (m *State) Check() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
@@ -107,7 +107,7 @@ func noteNodes[V any](perNode map[string][]string, what string, m map[string]V) 
 // must all be gone by then (otherwise it grows with churn). Per-node bookkeeping of the live
 // nodes is bounded by the cluster and allowed: whether a node is managed, and a status write
 // not yet read back.
-func (m *Memory) Leftovers(liveNodes map[string]bool) []string {
+func (m *State) Leftovers(liveNodes map[string]bool) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string

@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"testing"
@@ -14,12 +14,12 @@ func TestReservationHoldsThroughEveryOrder(t *testing.T) {
 	created := storedVA("csi-a", "n1", "pv1", "uid-1", "100")
 	type step struct {
 		what string
-		do   func(m *Memory, s *fakeStore)
+		do   func(m *State, s *fakeStore)
 	}
-	store := step{"the store gets the object", func(_ *Memory, s *fakeStore) { s.vas["csi-a"] = created }}
-	handler := step{"the handler delivers it", func(m *Memory, _ *fakeStore) { m.Observed(created) }}
-	returns := step{"the create returns", func(m *Memory, _ *fakeStore) { m.Created(created) }}
-	checker := step{"the checker finds it in the store", func(m *Memory, _ *fakeStore) { m.ObserveFromStore("csi-a", "uid-1") }}
+	store := step{"the store gets the object", func(_ *State, s *fakeStore) { s.vas["csi-a"] = created }}
+	handler := step{"the handler delivers it", func(m *State, _ *fakeStore) { m.Observed(created) }}
+	returns := step{"the create returns", func(m *State, _ *fakeStore) { m.Created(created) }}
+	checker := step{"the checker finds it in the store", func(m *State, _ *fakeStore) { m.ObserveFromStore("csi-a", "uid-1") }}
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -64,14 +64,14 @@ func TestReservationHoldsThroughEveryOrder(t *testing.T) {
 func TestExpectationEndsOnlyOnItsObject(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		event     func(m *Memory)
+		event     func(m *State)
 		wantEnded bool
 	}{
-		{"its own object", func(m *Memory) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-2", "200")) }, true},
-		{"an older object under the name", func(m *Memory) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-1", "100")) }, false},
-		{"a newer object under the name", func(m *Memory) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-3", "300")) }, true},
-		{"the delete of an older object", func(m *Memory) { m.Gone(storedVA("csi-a", "n1", "pv1", "uid-1", "100")) }, false},
-		{"the delete of its own object", func(m *Memory) { m.Gone(storedVA("csi-a", "n1", "pv1", "uid-2", "250")) }, true},
+		{"its own object", func(m *State) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-2", "200")) }, true},
+		{"an older object under the name", func(m *State) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-1", "100")) }, false},
+		{"a newer object under the name", func(m *State) { m.Observed(storedVA("csi-a", "n1", "pv1", "uid-3", "300")) }, true},
+		{"the delete of an older object", func(m *State) { m.Gone(storedVA("csi-a", "n1", "pv1", "uid-1", "100")) }, false},
+		{"the delete of its own object", func(m *State) { m.Gone(storedVA("csi-a", "n1", "pv1", "uid-2", "250")) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := newTestMemory("n1")
@@ -92,22 +92,22 @@ var _ Store = (*fakeStore)(nil)
 func TestOneDiskTwoPersistentVolumes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(m *Memory, s *fakeStore)
+		setup func(m *State, s *fakeStore)
 	}{
-		{"reserved through the other PersistentVolume", func(m *Memory, _ *fakeStore) {
+		{"reserved through the other PersistentVolume", func(m *State, _ *fakeStore) {
 			m.Reserve("n1", Volume{Name: vol1})
 		}},
-		{"expected through the other PersistentVolume", func(m *Memory, _ *fakeStore) {
+		{"expected through the other PersistentVolume", func(m *State, _ *fakeStore) {
 			m.Reserve("n1", Volume{Name: vol1})
 			m.ExpectCreate(storedVA("csi-a", "n1", "pv1", "", ""), vol1, time.Now())
 			m.Created(storedVA("csi-a", "n1", "pv1", "uid-1", "100"))
 		}},
-		{"attached through the other PersistentVolume", func(m *Memory, s *fakeStore) {
+		{"attached through the other PersistentVolume", func(m *State, s *fakeStore) {
 			va := storedVA("csi-a", "n1", "pv1", "uid-1", "100")
 			s.vas[va.Name] = va
 			m.Observed(va)
 		}},
-		{"attached through a PersistentVolume that is gone", func(m *Memory, s *fakeStore) {
+		{"attached through a PersistentVolume that is gone", func(m *State, s *fakeStore) {
 			va := storedVA(migration.VolumeAttachmentName("h1", "d", "n1"), "n1", "deleted", "uid-1", "100")
 			s.vas[va.Name] = va
 			m.Observed(va)

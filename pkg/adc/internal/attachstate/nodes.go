@@ -1,17 +1,17 @@
-package memory
+package attachstate
 
 import v1 "k8s.io/api/core/v1"
 
 // NoteManaged records whether adc last saw the node with the managed annotation: a deleted
 // node's VolumeAttachments are detached only if adc managed it.
-func (m *Memory) NoteManaged(node string, managed bool) {
+func (m *State) NoteManaged(node string, managed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.managed[node] = managed
 }
 
 // WasManaged reports whether adc last saw the node managed, and whether it saw it at all.
-func (m *Memory) WasManaged(node string) (managed, known bool) {
+func (m *State) WasManaged(node string) (managed, known bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	managed, known = m.managed[node]
@@ -22,7 +22,7 @@ func (m *Memory) WasManaged(node string) (managed, known bool) {
 // (the kubelet took attach and detach back), except whether it was managed and the in-tree
 // attachments its status still lists: an in-tree attachment has no API object, so memory is
 // the only place another node's ReadWriteOnce check finds it, and it is still attached.
-func (m *Memory) Unmanaged(node *v1.Node) {
+func (m *State) Unmanaged(node *v1.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	keep := map[string]InTreeAttachment{}
@@ -43,7 +43,7 @@ func (m *Memory) Unmanaged(node *v1.Node) {
 	}
 }
 
-func (m *Memory) forgetNodeLocked(node string) {
+func (m *State) forgetNodeLocked(node string) {
 	delete(m.inTree, node)
 	delete(m.inTreeVerified, node)
 	delete(m.inTreeForgotten, node)
@@ -56,7 +56,7 @@ func (m *Memory) forgetNodeLocked(node string) {
 }
 
 // ForgetGoneNode drops everything remembered about a deleted node that has no attachment left.
-func (m *Memory) ForgetGoneNode(node string) {
+func (m *State) ForgetGoneNode(node string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	volumes := m.inTreeVolumesLocked(node)
@@ -68,7 +68,7 @@ func (m *Memory) ForgetGoneNode(node string) {
 }
 
 // inTreeVolumesLocked lists the volumes of the node's in-tree attachments.
-func (m *Memory) inTreeVolumesLocked(node string) []string {
+func (m *State) inTreeVolumesLocked(node string) []string {
 	var out []string
 	for _, it := range m.inTree[node] {
 		out = append(out, m.volumeOfInTreeLocked(it))

@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	storagev1 "k8s.io/api/storage/v1"

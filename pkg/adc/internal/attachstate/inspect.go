@@ -1,4 +1,4 @@
-package memory
+package attachstate
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 
 // Digest is a canonical text of everything in memory that can change a later decision: two
 // runs that reach the same world and the same digest behave the same from there on.
-func (m *Memory) Digest() string {
+func (m *State) Digest() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var lines []string
@@ -90,7 +90,7 @@ type ExpectationInfo struct {
 }
 
 // Expectations returns the pending create expectations by VolumeAttachment name.
-func (m *Memory) Expectations() map[string]ExpectationInfo {
+func (m *State) Expectations() map[string]ExpectationInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]ExpectationInfo, len(m.expected.byName))
@@ -101,14 +101,14 @@ func (m *Memory) Expectations() map[string]ExpectationInfo {
 }
 
 // KnowsVA reports whether the sources (the ReadWriteOnce index) hold va on its node.
-func (m *Memory) KnowsVA(va *storagev1.VolumeAttachment) bool {
+func (m *State) KnowsVA(va *storagev1.VolumeAttachment) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sources.has(va)
 }
 
 // Detaching returns the volumes marked detaching, as node|unique name.
-func (m *Memory) Detaching() map[string]bool {
+func (m *State) Detaching() map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]bool{}
@@ -122,7 +122,7 @@ func (m *Memory) Detaching() map[string]bool {
 
 // CheckerDigest is the part of memory the expectation checker reads: the create expectations
 // and the delete requests. CheckerHasWork reports whether it is not empty.
-func (m *Memory) CheckerDigest() string {
+func (m *State) CheckerDigest() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var lines []string
@@ -138,7 +138,7 @@ func (m *Memory) CheckerDigest() string {
 
 // CheckerHasWork reports whether the expectation checker would judge anything: a stored or
 // uncertain create expectation, or a delete request.
-func (m *Memory) CheckerHasWork() bool {
+func (m *State) CheckerHasWork() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.deletes) > 0 {
@@ -159,21 +159,21 @@ type Sizes struct {
 }
 
 // Sizes returns the sizes of the per-pod memories.
-func (m *Memory) Sizes() Sizes {
+func (m *State) Sizes() Sizes {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return Sizes{EventNodes: len(m.events), HeldNodes: len(m.held)}
 }
 
 // Reserved returns the node holding the reservation of a volume (its unique name), if any.
-func (m *Memory) Reserved(volume string) string {
+func (m *State) Reserved(volume string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.reservations[volume]
 }
 
 // NodesWithVolume returns the nodes with a VolumeAttachment of the volume (its unique name).
-func (m *Memory) NodesWithVolume(volume string) []string {
+func (m *State) NodesWithVolume(volume string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := map[string]bool{}
@@ -189,7 +189,7 @@ func (m *Memory) NodesWithVolume(volume string) []string {
 }
 
 // Waiters returns the nodes waiting for a volume (its unique name), sorted.
-func (m *Memory) Waiters(volume string) []string {
+func (m *State) Waiters(volume string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := m.waiters[volume]
@@ -200,7 +200,7 @@ func (m *Memory) Waiters(volume string) []string {
 }
 
 // WaitedVolumes counts the volumes some node waits for, for tests of their bound.
-func (m *Memory) WaitedVolumes() int {
+func (m *State) WaitedVolumes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.waiters)
