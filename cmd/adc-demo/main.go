@@ -3,8 +3,8 @@
 //
 // It is a program of its own, not a subcommand of adc: it links envtest (controller-runtime,
 // the apiextensions client and html/template), and text/template's reflection makes the
-// linker keep every exported method of every type in the binary. In the adc binary that cost
-// every controller replica ~17 MB of resident memory (docs/performance.md, "Memory").
+// linker keep every exported method of every type in the binary. In the adc binary that would
+// cost every controller replica ~17 MB of resident memory (docs/performance.md, "Memory").
 package main
 
 import (

@@ -10,18 +10,18 @@ import (
 // controllerGCPercent is adc controller's garbage collector target when GOGC is not set.
 // Most of adc's heap is its informer caches, which live as long as the process, so the
 // default target (100: the heap may grow to twice what is live) mostly buys room for garbage
-// it does not need. Measured with make bench-e2e at 1000 nodes x 10 pods: max RSS 224 MiB
-// at 100, 174 MiB at 50, CPU per 1000 attaches 0.81 s and 0.73 s (within noise). After the
-// compact cache forms, 40 against 50: CPU per 1000 attaches 0.70-0.78 s and 0.68-0.86 s,
-// and a run where the API server made adc relist all pods peaked at 93.5 MiB against 98-99.
+// it does not need. A lower target trades CPU for memory, and here it costs little CPU: at
+// 1000 nodes x 10 pods the CPU per attach at 40 is within noise of 50 and 100, and the peak
+// resident memory is the lowest of the three, also when a relist of every pod raises it.
 const controllerGCPercent = 40
 
 // minGCHeadroom is the least garbage adc lets its heap hold between collections. 40% of a
 // small live heap is a few MiB, and a burst's watch events and requests fill that many times
-// a second: at 100 nodes x 20 pods (a live heap of about 10 MiB) adc spent a fifth of its CPU
-// collecting, and GOGC=100 took 18% off its CPU per attach (docs/performance.md, issue #28).
-// From 40 MiB live up (10,000 volumes), 40% is more than this, so the peak memory of large
-// clusters (issue #13's goal) is what controllerGCPercent makes it.
+// a second: with a live heap of about 10 MiB (100 nodes x 20 pods) a 40% target has adc
+// spend about a fifth of its CPU collecting, and a target of 100 takes about 18% off its CPU
+// per attach, so a small heap gets the larger headroom for at most 16 MiB of memory. From
+// 40 MiB live up (10,000 volumes), 40% is more than this, so the peak memory of large
+// clusters, where memory matters most, is what controllerGCPercent makes it.
 const minGCHeadroom = 16 << 20
 
 // maxGCPercent bounds the target of a nearly empty heap.

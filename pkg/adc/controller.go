@@ -272,13 +272,13 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, factory informers.S
 // API server busy with their creates and the attacher's status writes for that many round
 // trips, and a status patch sent then takes one of their turns. A smaller backlog (a few
 // pods landing at the default 20 QPS, 4 creates in flight) clears in a round trip or two,
-// about what the patch would save, so its volumes are written at once as before.
+// about what the patch would save, so its volumes are written at once.
 const attachBurst = 8
 
 // maxAttachBacklog caps the burst for large budgets: the 256 attaches under way that eight
 // rounds of 32 creates are. At 100 creates in flight (1000 QPS) eight rounds would be 800,
-// most of a 2,000-volume burst, whose last nodes were then written volume by volume: 1.13
-// writes per attach at 100 x 20 against 1.07 with 256 (docs/performance.md, issue #28).
+// most of a 2,000-volume burst, whose last nodes would then be written volume by volume,
+// one status patch per attach where the cap lets a node's volumes share one.
 const maxAttachBacklog = 256
 
 // attachesBacklogged reports whether the attaches under way are a burst (attachBurst).

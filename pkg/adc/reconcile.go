@@ -319,8 +319,10 @@ func (r *nodeRun) attachInTree(ctx context.Context, p *pair, st *readmodel.PairS
 }
 
 // memoryVolume names a pair's volume for memory: its ReadWriteOnce reservation, create
-// expectation and waiters. A variable only so the interleaving explorer's pv-key mutant can
-// put back the per-PersistentVolume key of before issue 41.
+// expectation and waiters. It is the volume's identity, not its PersistentVolume's name, so
+// that two PersistentVolumes of one disk are one volume to the ReadWriteOnce check. A
+// variable only so the interleaving explorer's pv-key mutant can key by PersistentVolume
+// and show that the check then lets the disk attach to two nodes.
 var memoryVolume = actual.Identity.Key
 
 // reserve applies the ReadWriteOnce rule: a volume that does not allow multi-attach is never
@@ -374,8 +376,8 @@ func holdReason(d *migration.Decision) (reason, eventType string) {
 	return ReasonDecisionError, v1.EventTypeWarning
 }
 
-// Event reasons. Operators search Events by reason; the README lists what each means and
-// what to do.
+// Event reasons. Operators search Events by reason; docs/reference.md lists them and
+// docs/operating.md says what each means and what to do.
 const (
 	// ReasonFailedAttach is upstream's reason for attach failures and Multi-Attach errors.
 	ReasonFailedAttach = "FailedAttachVolume"

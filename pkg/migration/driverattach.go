@@ -32,7 +32,7 @@ type DriverAttach struct {
 }
 
 // DriverAttachRequired asks the configured driver-info source whether driver needs attach.
-// It implements the decision table of issue 11:
+// It implements this decision table (absent: no object; unset: no attachRequired):
 //
 //	source     object used                          absent  unset  true  false
 //	csidriver  storage.k8s.io/v1                    attach  attach attach no

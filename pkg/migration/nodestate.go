@@ -62,7 +62,7 @@ type NodeObjects struct {
 }
 
 // NodePluginMigration asks the configured node source whether inTreePlugin (migrating to
-// csiDriver) is migrated on the node. It implements the three sources of issue 3:
+// csiDriver) is migrated on the node, by one of three sources:
 //   - csinode: the plugin is listed in the CSINode annotation => migrated; CSINode without it
 //     (or without the annotation) => not migrated; no CSINode => unknown.
 //   - csinodeinfo: the status.drivers entry for csiDriver with available=true and

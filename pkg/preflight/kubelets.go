@@ -27,7 +27,7 @@ type KubeletSupport struct {
 	Locked string `json:"locked"`
 }
 
-// KubeletSupportSource names where KubeletSupportTable comes from, for findings and the README.
+// KubeletSupportSource names where KubeletSupportTable comes from, for findings and docs/operating.md.
 const KubeletSupportSource = "Kubernetes feature-gate reference (kubernetes/website: content/en/docs/reference/command-line-tools-reference/feature-gates-removed.md " +
 	"and the feature-gates pages of v1.26-v1.33), KEP-625 CSI migration"
 

@@ -18,11 +18,11 @@ const (
 	Warns Severity = "warns"
 )
 
-// Check names one kind of finding. The values are part of the JSON output and the README
-// lists them.
+// Check names one kind of finding. The values are part of the JSON output and
+// docs/operating.md lists them.
 type Check string
 
-// The checks, in the order the README describes them.
+// The checks, in the order docs/operating.md describes them.
 const (
 	// CheckDriverNotRegistered: a node that would use the plugin's CSI driver after the step
 	// does not list it in its CSINode's spec.drivers.

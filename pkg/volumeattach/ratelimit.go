@@ -70,12 +70,12 @@ func (p *PriorityLimiter) Saturated() (bool, time.Duration) {
 // spend this budget on creates: qps times an API server's time per create under load
 // (createLatency), at least minCreatesInFlight, at most maxCreatesInFlight. Fewer leave the
 // budget unspent whenever a create takes longer than the limiter's interval, so creates run
-// below the rate an operator gave with --kube-api-qps: at 1000 x 10 on two shared cores
-// (docs/performance.md, issue #28), 32 in flight created 10,000 VolumeAttachments at about
-// 750 a second, 100 at the budget's 1000 a second, 3-4 s sooner, and listed every volume as
-// soon, the listing waiting for the attacher either way. On a control plane with no CPU to
-// spare the first half of a large burst is listed later (the attacher's status writes wait
-// behind more creates); `adc controller --creates-in-flight` then sets a smaller number.
+// below the rate an operator gave with --kube-api-qps: at 1000 QPS on a two-core control
+// plane, 32 in flight create about 750 a second where 100 keep to the budget's 1000, and the
+// volumes are listed no later, the listing waiting for the attacher either way. On a control
+// plane with no CPU to spare the first half of a large burst is listed later (the attacher's
+// status writes wait behind more creates); `adc controller --creates-in-flight` then sets a
+// smaller number.
 func (p *PriorityLimiter) CreatesInFlight() int {
 	n := int(math.Ceil(float64(p.qps) * createLatency.Seconds()))
 	return min(max(n, minCreatesInFlight), maxCreatesInFlight)

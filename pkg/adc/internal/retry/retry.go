@@ -6,10 +6,10 @@
 // client-go's default controller rate limiter doubles an item's delay on every failure, up to
 // 1,000 s, and adds a shared 10-per-second bucket. adc reconciles a node on every event that
 // touches it, so during an API server outage a busy node fails many times between two
-// scheduled retries: measured in the chaos test, 24 failures in 9 s, which puts its next
-// retry 1,000 s away (and the bucket spreads every node's retries further). A node that
-// nothing touches after the outage then waits that long for the detach or the status write
-// its failed reconcile left undone. Here a failure that comes before the item's pending retry
+// scheduled retries: a couple of dozen failures in a few seconds put its next retry 1,000 s
+// away (and the bucket spreads every node's retries further). A node that nothing touches
+// after the outage then waits that long for the detach or the status write its failed
+// reconcile left undone. Here a failure that comes before the item's pending retry
 // is due keeps that retry's time: the delay doubles once per retry that itself failed, so
 // after an outage the wait is about as long as the outage was (at most Max), as with
 // kube-controller-manager's per-operation backoff.

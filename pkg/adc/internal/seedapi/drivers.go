@@ -15,10 +15,10 @@ import (
 // DriverSource reads the seed-API CSIDriver objects (csi.storage.k8s.io/v1alpha1) for
 // --driver-info-source=seed or auto. The CRD is not built into Kubernetes and may be installed
 // after adc starts, or never: while it is not served every lookup answers "no object", which
-// the engine turns into "attach required", exactly as the issue specifies for a cluster
-// without the CRD. When the CRD is served at start, start does not return before the
-// informer has synced, so a restart never attaches a volume the seed object says needs no
-// attach just because its cache was still empty.
+// the engine turns into "attach required", the rule for a cluster without the CRD (see
+// migration.DriverAttachRequired). When the CRD is served at start, start does not return
+// before the informer has synced, so a restart never attaches a volume the seed object says
+// needs no attach just because its cache was still empty.
 type DriverSource struct {
 	crdSource[seedcsidriver.CSIDriver]
 	poll     time.Duration
