@@ -66,7 +66,7 @@ type Options struct {
 	NewBackOff func() *backoff.ExponentialBackOff
 }
 
-// Memory is adc's memory between reconciles, behind one lock (see the package comment for
+// State is adc's memory between reconciles, behind one lock (see the package comment for
 // its invariants). The zero value is not usable: use New.
 type State struct {
 	opts Options
