@@ -1,7 +1,9 @@
 package volumeattach
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,6 +68,11 @@ func owns(m metav1.ManagedFieldsEntry, path ...string) bool {
 		return false
 	}
 	raw := m.FieldsV1.GetRawBytes()
+	// Most entries (the kubelet's, with its images and conditions) do not name the field:
+	// skip them without decoding, as adc's informer transform asks on every Node update.
+	if len(path) == 0 || !bytes.Contains(raw, []byte(strconv.Quote(path[len(path)-1]))) {
+		return false
+	}
 	for _, step := range path {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
