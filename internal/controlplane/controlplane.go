@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -177,6 +179,14 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		env.ControlPlaneStartTimeout = startTimeout
 	}
 	cfg, err := env.Start()
+	if err != nil && env.Config != nil && strings.Contains(err.Error(), "default namespace didn't register") {
+		// envtest waits 5 s for the default namespace, which a busy machine's API server may
+		// not create in time; what Start would do after it (install CRDs and webhooks) is
+		// nothing here. Wait as long as a process may take to get healthy instead.
+		if werr := waitDefaultNamespace(env.Config, startTimeout); werr == nil {
+			cfg, err = env.Config, nil
+		}
+	}
 	if err != nil {
 		for _, d := range []string{certDir, auditDir} {
 			if d != "" {
@@ -328,4 +338,16 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	return nil
+}
+
+// waitDefaultNamespace waits until the API server serves the default namespace.
+func waitDefaultNamespace(cfg *rest.Config, timeout time.Duration) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
 }
