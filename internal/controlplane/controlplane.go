@@ -188,6 +188,9 @@ func StartWithOptions(opts Options) (*ControlPlane, func(), error) {
 		}
 	}
 	if err != nil {
+		// envtest's Start returns after etcd and kube-apiserver run when a later step fails:
+		// stop them, or they outlive the test.
+		_ = env.Stop()
 		for _, d := range []string{certDir, auditDir} {
 			if d != "" {
 				_ = os.RemoveAll(d)
