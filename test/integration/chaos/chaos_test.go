@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/migration-aware/adc/test/faultproxy"
-	"github.com/migration-aware/adc/test/integration/framework"
 	"github.com/migration-aware/adc/test/simulator"
 )
 
@@ -90,19 +88,8 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = proxy.Close() }()
-	adcKubeconfig := filepath.Join(t.TempDir(), "adc-kubeconfig")
-	if err := framework.WriteKubeconfig(proxy.Config(), adcKubeconfig); err != nil {
-		t.Fatal(err)
-	}
-
-	adcCtx, stopADC := context.WithCancel(ctx)
-	reps := newReplicas(cp.Client, adcKubeconfig, maxWait)
-	reps.Start(adcCtx, 2)
-	defer func() { stopADC(); reps.Wait() }()
-	if _, err := reps.WaitForLeader(ctx, 30*time.Second); err != nil {
-		reps.LogTail(t, 40)
-		t.Fatal(err)
-	}
+	reps, stopReps := startLeading(ctx, t, cp.Client, proxy.Config())
+	defer stopReps()
 
 	fl := newFleet(names)
 	ch := newChurn(cp.Client, chaosNS, chaosVolumes, chaosInline, fl, rnd.Uint64())

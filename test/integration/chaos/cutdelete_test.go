@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -84,18 +83,8 @@ func TestChaosPodLeftDeletingIsDetached(t *testing.T) {
 	if err := attacher.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "adc-kubeconfig")
-	if err := framework.WriteKubeconfig(cp.Config, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	adcCtx, stopADC := context.WithCancel(ctx)
-	reps := newReplicas(cp.Client, kubeconfig, maxWait)
-	reps.Start(adcCtx, 2)
-	defer func() { stopADC(); reps.Wait() }()
-	if _, err := reps.WaitForLeader(ctx, 30*time.Second); err != nil {
-		reps.LogTail(t, 40)
-		t.Fatal(err)
-	}
+	reps, stopReps := startLeading(ctx, t, cp.Client, cp.Config)
+	defer stopReps()
 	t.Logf("set up in %s: %d nodes, %d volumes, adc leading", time.Since(began).Round(time.Millisecond), len(cases), len(cases))
 
 	// converged catches the checker up with etcd and returns what its convergence check finds.

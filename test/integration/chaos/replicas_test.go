@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/migration-aware/adc/test/integration/framework"
 )
@@ -248,4 +249,25 @@ func (r *replicas) LeaderHTTPAddr(ctx context.Context) string {
 		}
 	}
 	return ""
+}
+
+// startLeading starts two adc replicas that reach the API server through cfg (directly, or
+// through the fault proxy), with --max-wait-for-unmount maxWait, and waits until one leads.
+// stop ends them and waits for their exit.
+func startLeading(ctx context.Context, t *testing.T, client kubernetes.Interface, cfg *rest.Config) (reps *replicas, stop func()) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "adc-kubeconfig")
+	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	adcCtx, stopADC := context.WithCancel(ctx)
+	reps = newReplicas(client, kubeconfig, maxWait)
+	reps.Start(adcCtx, 2)
+	stop = func() { stopADC(); reps.Wait() }
+	if _, err := reps.WaitForLeader(ctx, 30*time.Second); err != nil {
+		reps.LogTail(t, 40)
+		stop()
+		t.Fatal(err)
+	}
+	return reps, stop
 }
